@@ -1,0 +1,1 @@
+//! Helm charts: loading, values, and rendering to what `helm template` prints.

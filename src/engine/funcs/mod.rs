@@ -1,0 +1,135 @@
+//! The function table templates call into: Go's builtins, Sprig, and
+//! whatever the embedder (the chart renderer) adds, such as Helm's `toYaml`.
+//!
+//! Every function is a plain Rust `fn` with a declared Go signature
+//! ([`Param`]s). The evaluator converts and checks arguments against that
+//! signature in one place, with Go's rules and error texts (an untyped
+//! constant converts, a `float64` never becomes an `int`, nil into a
+//! `string` is "invalid value; expected string"), so implementations receive
+//! values of the declared types and only do their own work.
+
+pub mod builtins;
+pub mod sprig;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use super::value::Value;
+
+/// The Go type of one parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Param {
+    /// `interface {}`: any value, nil included.
+    Any,
+    /// `string`
+    Str,
+    /// `int`
+    Int,
+    /// `int64`
+    Int64,
+    /// `float64`
+    Float,
+    /// `bool`
+    Bool,
+    /// `map[string]interface {}` (a `chartutil.Values` is assignable too)
+    Map,
+    /// `[]interface {}`
+    List,
+}
+
+impl Param {
+    /// The Go spelling, for error messages.
+    pub fn go_name(self) -> &'static str {
+        match self {
+            Param::Any => "interface {}",
+            Param::Str => "string",
+            Param::Int => "int",
+            Param::Int64 => "int64",
+            Param::Float => "float64",
+            Param::Bool => "bool",
+            Param::Map => "map[string]interface {}",
+            Param::List => "[]interface {}",
+        }
+    }
+}
+
+/// What a function returns on failure: the message Go's function would have
+/// returned as `error` (or panicked with). The evaluator wraps it as
+/// `error calling NAME: MESSAGE`.
+pub type FuncResult = Result<Value, String>;
+
+/// A function implementation. Arguments have already been converted to the
+/// declared parameter types (variadic ones included).
+pub type FuncImpl = fn(&Env, &[Value]) -> FuncResult;
+
+/// One entry of the function table.
+#[derive(Clone, Copy)]
+pub struct FuncDef {
+    pub name: &'static str,
+    /// Fixed parameters.
+    pub params: &'static [Param],
+    /// Type of the trailing `...T` parameter, if the function is variadic.
+    pub variadic: Option<Param>,
+    pub imp: FuncImpl,
+}
+
+/// The function table of a template set, looked up at parse time (an
+/// unknown function is a parse error, as in Go) and at execution.
+#[derive(Clone, Default)]
+pub struct FuncMap {
+    funcs: HashMap<&'static str, FuncDef>,
+}
+
+impl FuncMap {
+    /// Go's builtins plus every Sprig v3.3.0 function (`env` and `expandenv`
+    /// included; Helm removes those two itself).
+    pub fn standard() -> Self {
+        let mut m = FuncMap::default();
+        builtins::register(&mut m);
+        sprig::register(&mut m);
+        m
+    }
+    /// Add or replace a function.
+    pub fn insert(&mut self, def: FuncDef) {
+        self.funcs.insert(def.name, def);
+    }
+    pub fn remove(&mut self, name: &str) {
+        self.funcs.remove(name);
+    }
+    pub fn get(&self, name: &str) -> Option<&FuncDef> {
+        self.funcs.get(name)
+    }
+    pub fn contains(&self, name: &str) -> bool {
+        self.funcs.contains_key(name)
+    }
+}
+
+/// Where nondeterministic functions get their randomness and time. Real
+/// randomness and the real clock by default; [`Env::reproducible`] fixes
+/// both so that output is the same on every run (`--seed`/`--now`).
+pub struct Env {
+    pub rng: RefCell<rand_chacha::ChaCha20Rng>,
+    /// `None` = the real clock.
+    pub now: Option<chrono::DateTime<chrono::FixedOffset>>,
+}
+
+impl Env {
+    pub fn new() -> Self {
+        use rand::SeedableRng;
+        Env { rng: RefCell::new(rand_chacha::ChaCha20Rng::from_rng(&mut rand::rng())), now: None }
+    }
+    pub fn reproducible(seed: u64, now: chrono::DateTime<chrono::FixedOffset>) -> Self {
+        use rand::SeedableRng;
+        Env { rng: RefCell::new(rand_chacha::ChaCha20Rng::seed_from_u64(seed)), now: Some(now) }
+    }
+    /// The current time in the local zone (or the fixed time).
+    pub fn now(&self) -> chrono::DateTime<chrono::FixedOffset> {
+        self.now.unwrap_or_else(|| chrono::Local::now().fixed_offset())
+    }
+}
+
+impl Default for Env {
+    fn default() -> Self {
+        Env::new()
+    }
+}

@@ -1,0 +1,279 @@
+//! The template engine's data model: a Rust stand-in for the Go values that
+//! `text/template` sees through `reflect`.
+//!
+//! Go distinctions that templates can observe are kept: `int` vs `int64` vs
+//! `float64` (`kindOf`, `typeOf`, `eq`'s type rules, `%v` printing), the Go
+//! type of lists and maps (`[]string` vs `[]interface {}`, `chartutil.Values`
+//! vs `map[string]interface {}`), and reference semantics for maps (`set`,
+//! `unset` and `merge` mutate in place, and the mutation is visible through
+//! every alias, as in Go). Maps are ordered bytewise by key, which is Go's
+//! `range` and `%v` order. A render is single-threaded, so `Rc` is enough.
+
+use std::any::Any;
+use std::cell::{Ref, RefCell, RefMut};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::rc::Rc;
+
+/// Key type of template maps. Go map keys in chart data are always strings.
+pub type Key = Rc<str>;
+/// The entries of a map, ordered bytewise by key as Go's `range` and `%v` are.
+pub type Entries = BTreeMap<Key, Value>;
+
+/// A Go value as a template sees it.
+#[derive(Clone, Default)]
+pub enum Value {
+    /// Go's untyped nil: a missing map key (Helm renders with
+    /// `missingkey=zero`), an explicit YAML `null`, or a nil interface.
+    /// At the end of a pipeline it prints `<no value>`; inside `print` or a
+    /// composite it prints `<nil>`.
+    #[default]
+    Nil,
+    Bool(bool),
+    /// Go `int` (template literals, `len`, `atoi`, `until`, …).
+    Int(i64),
+    /// Go `int64` (`--set` values, Sprig's `add`/`int64`/`toDecimal`, …).
+    I64(i64),
+    /// Go `uint64`; rare (large YAML integers on the way to float64).
+    U64(u64),
+    /// Go `float64`: every number that comes from a YAML or JSON file.
+    Float(f64),
+    Str(Rc<str>),
+    /// Go `[]byte` (`.Files.GetBytes`, some crypto results).
+    Bytes(Rc<[u8]>),
+    List(Rc<List>),
+    Map(Rc<Map>),
+    /// A Go struct or named type with fields and methods (`.Chart`,
+    /// `.Capabilities`, `.Files`, semver versions, `time.Time`, …).
+    Object(Rc<dyn Object>),
+}
+
+/// The Go element type of a slice; only `typeOf`/`kindOf` and a few Sprig
+/// functions (`compact`, `uniq` …) can tell them apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListKind {
+    /// `[]interface {}`
+    Any,
+    /// `[]string` (`splitList`, `keys`, `regexFindAll` …)
+    Str,
+    /// `[]int` (`until`, `untilStep`)
+    Int,
+}
+
+/// An immutable Go slice. Sprig's list functions all return new slices.
+pub struct List {
+    pub kind: ListKind,
+    pub items: Vec<Value>,
+}
+
+/// The Go type of a map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapKind {
+    /// `map[string]interface {}`
+    Any,
+    /// `chartutil.Values`: the type of `.Values` and of the top-level
+    /// context; `dig` refuses it, as it does in Helm v3.
+    Values,
+    /// `map[string]string` (`.Chart.Annotations`, …)
+    Str,
+}
+
+/// A Go map with reference semantics.
+pub struct Map {
+    pub kind: MapKind,
+    entries: RefCell<Entries>,
+}
+
+impl Map {
+    pub fn new(kind: MapKind, entries: Entries) -> Self {
+        Map { kind, entries: RefCell::new(entries) }
+    }
+    pub fn borrow(&self) -> Ref<'_, Entries> {
+        self.entries.borrow()
+    }
+    pub fn borrow_mut(&self) -> RefMut<'_, Entries> {
+        self.entries.borrow_mut()
+    }
+    pub fn get(&self, key: &str) -> Option<Value> {
+        self.entries.borrow().get(key).cloned()
+    }
+    pub fn insert(&self, key: impl Into<Key>, value: Value) {
+        self.entries.borrow_mut().insert(key.into(), value);
+    }
+    pub fn remove(&self, key: &str) -> Option<Value> {
+        self.entries.borrow_mut().remove(key)
+    }
+    pub fn len(&self) -> usize {
+        self.entries.borrow().len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.entries.borrow().is_empty()
+    }
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.entries.borrow().contains_key(key)
+    }
+}
+
+/// Result of looking up a field or method on an [`Object`].
+pub enum Member {
+    /// A field's value.
+    Field(Value),
+    /// A method; the evaluator calls it with the arguments of the command.
+    Method(Method),
+}
+
+/// A bound method of an object, called with already-evaluated arguments.
+pub type Method = Rc<dyn Fn(&[Value]) -> Result<Value, String>>;
+
+/// A Go struct or named non-map type exposed to templates.
+pub trait Object {
+    /// The Go type name, as `typeOf` prints it (e.g. `*chart.Metadata`).
+    fn type_name(&self) -> &str;
+    /// The Go kind, as `kindOf` prints it (`struct`, `ptr`, `map` …).
+    fn kind_name(&self) -> &str {
+        "ptr"
+    }
+    /// Look up an exported field or method by name; `None` if there is none
+    /// (the evaluator then reports Go's "can't evaluate field" error).
+    fn member(&self, name: &str) -> Option<Member>;
+    /// Go `%v` formatting of the value.
+    fn fmt_v(&self, out: &mut String);
+    /// Go truthiness (a non-nil pointer is true; empty struct values too).
+    fn truthy(&self) -> bool {
+        true
+    }
+    /// Lets functions downcast to the concrete type (e.g. `semverCompare` on a
+    /// `*semver.Version`, or the chart's `Files`).
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl Value {
+    pub fn str(s: &str) -> Value {
+        Value::Str(Rc::from(s))
+    }
+    pub fn string(s: String) -> Value {
+        Value::Str(Rc::from(s))
+    }
+    pub fn list(items: Vec<Value>) -> Value {
+        Value::List(Rc::new(List { kind: ListKind::Any, items }))
+    }
+    pub fn str_list(items: Vec<Value>) -> Value {
+        Value::List(Rc::new(List { kind: ListKind::Str, items }))
+    }
+    pub fn map(entries: Entries) -> Value {
+        Value::Map(Rc::new(Map::new(MapKind::Any, entries)))
+    }
+    pub fn empty_map() -> Value {
+        Value::map(Entries::new())
+    }
+
+    pub fn is_nil(&self) -> bool {
+        matches!(self, Value::Nil)
+    }
+
+    /// Go template truthiness (`if`, `with`, `and`, `or`, `not`): false, 0,
+    /// "", nil and empty collections are false.
+    pub fn truthy(&self) -> bool {
+        match self {
+            Value::Nil => false,
+            Value::Bool(b) => *b,
+            Value::Int(i) | Value::I64(i) => *i != 0,
+            Value::U64(u) => *u != 0,
+            Value::Float(f) => *f != 0.0,
+            Value::Str(s) => !s.is_empty(),
+            Value::Bytes(b) => !b.is_empty(),
+            Value::List(l) => !l.items.is_empty(),
+            Value::Map(m) => !m.is_empty(),
+            Value::Object(o) => o.truthy(),
+        }
+    }
+
+    /// Go's `reflect.Kind` name, as Sprig's `kindOf` prints it.
+    pub fn kind_name(&self) -> &str {
+        match self {
+            Value::Nil => "invalid",
+            Value::Bool(_) => "bool",
+            Value::Int(_) => "int",
+            Value::I64(_) => "int64",
+            Value::U64(_) => "uint64",
+            Value::Float(_) => "float64",
+            Value::Str(_) => "string",
+            Value::Bytes(_) | Value::List(_) => "slice",
+            Value::Map(_) => "map",
+            Value::Object(o) => o.kind_name(),
+        }
+    }
+
+    /// Go's type name, as Sprig's `typeOf` (`%T`) prints it.
+    pub fn type_name(&self) -> &str {
+        match self {
+            Value::Nil => "<nil>",
+            Value::Bool(_) => "bool",
+            Value::Int(_) => "int",
+            Value::I64(_) => "int64",
+            Value::U64(_) => "uint64",
+            Value::Float(_) => "float64",
+            Value::Str(_) => "string",
+            Value::Bytes(_) => "[]uint8",
+            Value::List(l) => match l.kind {
+                ListKind::Any => "[]interface {}",
+                ListKind::Str => "[]string",
+                ListKind::Int => "[]int",
+            },
+            Value::Map(m) => match m.kind {
+                MapKind::Any => "map[string]interface {}",
+                MapKind::Values => "chartutil.Values",
+                MapKind::Str => "map[string]string",
+            },
+            Value::Object(o) => o.type_name(),
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Deep copy (Sprig's `deepCopy`, Helm's values coalescing): new maps
+    /// that no longer alias the original.
+    pub fn deep_copy(&self) -> Value {
+        match self {
+            Value::List(l) => Value::List(Rc::new(List {
+                kind: l.kind,
+                items: l.items.iter().map(Value::deep_copy).collect(),
+            })),
+            Value::Map(m) => {
+                let entries = m.borrow().iter().map(|(k, v)| (k.clone(), v.deep_copy())).collect();
+                Value::Map(Rc::new(Map::new(m.kind, entries)))
+            }
+            other => other.clone(),
+        }
+    }
+}
+
+impl From<bool> for Value {
+    fn from(b: bool) -> Self {
+        Value::Bool(b)
+    }
+}
+impl From<&str> for Value {
+    fn from(s: &str) -> Self {
+        Value::str(s)
+    }
+}
+impl From<String> for Value {
+    fn from(s: String) -> Self {
+        Value::string(s)
+    }
+}
+
+impl fmt::Debug for Value {
+    /// Debug output is Go's `%v`, which is what tests want to read.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = String::new();
+        crate::engine::gofmt::fmt_v(self, &mut s);
+        write!(f, "{}({s})", self.type_name())
+    }
+}

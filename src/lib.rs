@@ -1,0 +1,12 @@
+//! antiopa: a Kubernetes addon operator that renders Helm charts natively
+//! and applies them with server-side apply.
+//!
+//! - [`engine`]: Go `text/template` with Sprig, ported; pure and synchronous.
+//! - [`yaml`]: YAML and JSON exactly as Helm reads and writes them.
+//! - [`chart`]: Helm charts: load, values, render, `helm template` output.
+//! - [`cli`]: the command line; each subcommand calls one library function.
+
+pub mod chart;
+pub mod cli;
+pub mod engine;
+pub mod yaml;
