@@ -1,3 +1,7 @@
 //! Helm-exact YAML and JSON: loading with yaml.v2's resolution rules and
 //! writing what go-yaml v2 (through sigs.k8s.io/yaml) and Go's
 //! encoding/json write.
+
+pub mod value;
+
+pub use value::{Mapping, Yaml};
