@@ -3,3 +3,11 @@
 pub mod types;
 
 pub use types::{Chart, Dependency, File, Maintainer, Metadata};
+
+// Rendering and `helm template` output (render helper).
+pub mod capabilities;
+pub mod convert;
+pub mod files;
+pub mod helmfuncs;
+pub mod manifest;
+pub mod render;

@@ -5,3 +5,7 @@
 pub mod value;
 
 pub use value::{Mapping, Yaml};
+
+// TEMPORARY (render branch): stand-in for the yaml branch's API; removed at merge.
+mod shim_render;
+pub use shim_render::{Error, from_yaml, to_yaml, to_yaml_pretty};
