@@ -1,0 +1,20 @@
+# Multi-stage build: compile antiopa, ship only the binary in a small non-root image.
+# No helm binary inside: antiopa renders charts itself.
+FROM rust:1.95-slim-bookworm AS build
+WORKDIR /src
+COPY Cargo.toml Cargo.lock ./
+COPY src ./src
+COPY tests ./tests
+RUN cargo build --release --locked --bin antiopa && strip target/release/antiopa
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates bash jq \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --uid 65532 --home-dir /nonexistent --shell /usr/sbin/nologin antiopa
+COPY --from=build /src/target/release/antiopa /usr/local/bin/antiopa
+COPY modules /modules
+COPY global-hooks /global-hooks
+ENV MODULES_DIR=/modules GLOBAL_HOOKS_DIR=/global-hooks
+USER 65532:65532
+ENTRYPOINT ["/usr/local/bin/antiopa"]
