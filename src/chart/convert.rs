@@ -58,6 +58,16 @@ pub enum MarshalError {
 /// see it (the first half of sigs.k8s.io/yaml.Marshal): integral float64s
 /// below 1e21 that fit an int64 become integers, `[]byte` becomes base64.
 pub fn value_to_yaml(v: &Value) -> Result<Yaml, MarshalError> {
+    to_yaml_model(v, true)
+}
+
+/// A template value as go-yaml v3 encodes it directly (Helm's
+/// `toYamlPretty`, no JSON round trip): float64s stay floats.
+pub fn value_to_yaml_direct(v: &Value) -> Result<Yaml, MarshalError> {
+    to_yaml_model(v, false)
+}
+
+fn to_yaml_model(v: &Value, json_numbers: bool) -> Result<Yaml, MarshalError> {
     Ok(match v {
         Value::Nil => Yaml::Null,
         Value::Bool(b) => Yaml::Bool(*b),
@@ -66,19 +76,20 @@ pub fn value_to_yaml(v: &Value) -> Result<Yaml, MarshalError> {
             Ok(i) => Yaml::Int(i),
             Err(_) => Yaml::Float(*u as f64),
         },
-        Value::Float(f) => float_to_yaml(*f)?,
+        Value::Float(f) if json_numbers => float_to_yaml(*f)?,
+        Value::Float(f) => Yaml::Float(*f),
         Value::Str(s) => Yaml::Str(s.to_string()),
         Value::Bytes(b) => Yaml::Str(base64::engine::general_purpose::STANDARD.encode(b)),
         Value::List(l) => Yaml::Seq(
             l.items
                 .iter()
-                .map(value_to_yaml)
+                .map(|x| to_yaml_model(x, json_numbers))
                 .collect::<Result<_, _>>()?,
         ),
         Value::Map(m) => {
             let mut out = Mapping::new();
             for (k, item) in m.borrow().iter() {
-                out.insert(k.to_string(), value_to_yaml(item)?);
+                out.insert(k.to_string(), to_yaml_model(item, json_numbers)?);
             }
             Yaml::Map(out)
         }

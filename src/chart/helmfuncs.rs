@@ -7,7 +7,7 @@
 
 use std::rc::Rc;
 
-use crate::chart::convert::{value_to_yaml, yaml_to_value};
+use crate::chart::convert::{value_to_yaml, value_to_yaml_direct, yaml_to_value};
 use crate::engine::{Entries, Env, FuncDef, FuncMap, FuncResult, Map, MapKind, Param, Value};
 use crate::yaml::Yaml;
 
@@ -129,7 +129,10 @@ fn to_yaml(_: &Env, args: &[Value]) -> FuncResult {
 
 /// `toYamlPretty`: go-yaml v3's encoder with indent 2.
 fn to_yaml_pretty(_: &Env, args: &[Value]) -> FuncResult {
-    let y = args.first().map(value_to_yaml).unwrap_or(Ok(Yaml::Null));
+    let y = args
+        .first()
+        .map(value_to_yaml_direct)
+        .unwrap_or(Ok(Yaml::Null));
     Ok(Value::string(match y {
         Ok(y) => trim_newline(crate::yaml::to_yaml_pretty(&y)),
         Err(_) => String::new(),
