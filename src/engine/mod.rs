@@ -16,6 +16,11 @@ mod lexer;
 mod parse;
 pub mod value;
 
+#[cfg(test)]
+mod tests;
+
+pub use error::{Error, ErrorData, ErrorKind};
+pub use exec::Templates;
 pub use funcs::{Env, FuncDef, FuncImpl, FuncMap, FuncResult, Param};
 pub use value::{Entries, Key, List, ListKind, Map, MapKind, Member, Method, Object, Value};
 
