@@ -23,7 +23,3 @@ pub use error::{Error, ErrorData, ErrorKind};
 pub use exec::Templates;
 pub use funcs::{Env, FuncDef, FuncImpl, FuncMap, FuncResult, Param};
 pub use value::{Entries, Key, List, ListKind, Map, MapKind, Member, Method, Object, Value};
-
-// TEMPORARY (render branch): stand-in for the engine branch's API; removed at merge.
-mod shim_render;
-pub use shim_render::{Error, Templates};
