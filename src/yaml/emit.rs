@@ -168,8 +168,9 @@ impl Emitter {
                 self.emit_scalar(&text, Style::Plain)
             }
             Yaml::Str(s) => {
-                let style = self.string_style(s);
-                self.emit_scalar(s, style)
+                let s = self.json_text(s);
+                let style = self.string_style(&s);
+                self.emit_scalar(&s, style)
             }
             Yaml::Seq(items) => self.emit_seq(items),
             Yaml::Map(m) => self.emit_map(m),
@@ -196,6 +197,55 @@ impl Emitter {
             "NaN" => ".nan".into(),
             s => s.to_string(),
         }
+    }
+
+    /// A string as yaml.v2 reads it back from json.Marshal's text: json writes
+    /// U+0085 (NEL) raw, and libyaml's double-quoted scanner treats it as a
+    /// line break and folds it (one break → space, n breaks → n-1 newlines,
+    /// spaces around the breaks dropped). Everything else survives unchanged.
+    fn json_text<'s>(&self, s: &'s str) -> std::borrow::Cow<'s, str> {
+        if self.flavor != Flavor::V2 || !s.contains('\u{85}') {
+            return s.into();
+        }
+        let mut out = String::with_capacity(s.len());
+        let mut it = s.chars().peekable();
+        while let Some(&c) = it.peek() {
+            if c != ' ' && c != '\u{85}' {
+                out.push(c);
+                it.next();
+                continue;
+            }
+            let mut spaces = 0usize;
+            let mut leading_blanks = false;
+            let mut trailing_breaks = 0usize;
+            while let Some(&c) = it.peek() {
+                if c == ' ' {
+                    if !leading_blanks {
+                        spaces += 1;
+                    }
+                } else if c == '\u{85}' {
+                    if leading_blanks {
+                        trailing_breaks += 1;
+                    } else {
+                        leading_blanks = true;
+                        spaces = 0;
+                    }
+                } else {
+                    break;
+                }
+                it.next();
+            }
+            if leading_blanks {
+                if trailing_breaks == 0 {
+                    out.push(' ');
+                } else {
+                    out.extend(std::iter::repeat_n('\n', trailing_breaks));
+                }
+            } else {
+                out.extend(std::iter::repeat_n(' ', spaces));
+            }
+        }
+        out.into()
     }
 
     /// encode.go `stringv`: literal for multi-line strings, plain when the
@@ -270,6 +320,7 @@ impl Emitter {
 
     fn emit_key(&mut self, k: &str, ctx: Ctx) {
         self.set_ctx(ctx);
+        let k = &*self.json_text(k);
         let style = self.string_style(k);
         self.emit_scalar(k, style);
     }

@@ -354,8 +354,19 @@ impl<'a> Loader<'a> {
     /// part at all when that number is 0.
     fn scan_error(&self, e: &ScanError) -> String {
         let info = e.info();
-        let line1 = e.marker().line();
-        let (msg, scanner): (String, bool) = map_message(info, self.src, e.marker().index());
+        if info.contains("unknown anchor") {
+            let span = Span::new(*e.marker(), *e.marker());
+            return format!(
+                "yaml: unknown anchor '{}' referenced",
+                self.alias_name(span)
+            );
+        }
+        let mut line1 = e.marker().line();
+        let (msg, scanner) = map_message(info);
+        if msg == "found unexpected end of stream" {
+            // libyaml reports the end of the input, not the scalar's start.
+            line1 = self.src.matches('\n').count() + 1;
+        }
         let line = if scanner {
             line1
         } else {
@@ -555,44 +566,84 @@ fn char_to_byte(s: &str, ci: usize) -> usize {
 }
 
 /// saphyr message → (libyaml problem text, is a scanner error).
-fn map_message(info: &str, src: &str, index: usize) -> (String, bool) {
-    let at = src[char_to_byte(src, index)..].chars().next();
-    let m = |s: &str, scanner: bool| (s.to_string(), scanner);
-    if info.contains("mapping values are not allowed") {
-        return m("mapping values are not allowed in this context", true);
+fn map_message(info: &str) -> (&str, bool) {
+    const TABLE: &[(&str, &str, bool)] = &[
+        (
+            "mapping values are not allowed",
+            "mapping values are not allowed in this context",
+            true,
+        ),
+        ("unknown escape", "found unknown escape character", true),
+        (
+            "unexpected end of stream",
+            "found unexpected end of stream",
+            true,
+        ),
+        ("unexpected EOF", "found unexpected end of stream", true),
+        (
+            "tabs disallowed",
+            "found character that cannot start any token",
+            true,
+        ),
+        (
+            "unexpected character",
+            "found character that cannot start any token",
+            true,
+        ),
+        (
+            "cannot start any token",
+            "found character that cannot start any token",
+            true,
+        ),
+        (
+            "expected ',' or ']'",
+            "did not find expected ',' or ']'",
+            false,
+        ),
+        (
+            "expected ',' or '}'",
+            "did not find expected ',' or '}'",
+            false,
+        ),
+        (
+            "misplaced bracket",
+            "did not find expected node content",
+            false,
+        ),
+        (
+            "expected node content",
+            "did not find expected node content",
+            false,
+        ),
+        (
+            "invalid trailing content",
+            "did not find expected key",
+            false,
+        ),
+        (
+            "did not find expected '-'",
+            "did not find expected '-' indicator",
+            false,
+        ),
+        (
+            "block sequence",
+            "did not find expected '-' indicator",
+            false,
+        ),
+        (
+            "did not find expected key",
+            "did not find expected key",
+            false,
+        ),
+        ("block mapping", "did not find expected key", false),
+        ("simple key", "could not find expected ':'", true),
+    ];
+    for (needle, text, scanner) in TABLE {
+        if info.contains(needle) {
+            return (text, *scanner);
+        }
     }
-    if info.contains("unknown escape") {
-        return m("found unknown escape character", true);
-    }
-    if info.contains("unexpected end of stream") || info.contains("unexpected EOF") {
-        return m("found unexpected end of stream", true);
-    }
-    if info.contains("tab") && !info.contains("expected") {
-        return m("found character that cannot start any token", true);
-    }
-    if info.contains("unexpected character") || info.contains("cannot start any token") {
-        return m("found character that cannot start any token", true);
-    }
-    if info.contains("did not find expected ',' or ']'") {
-        return m("did not find expected ',' or ']'", false);
-    }
-    if info.contains("did not find expected ',' or '}'") {
-        return m("did not find expected ',' or '}'", false);
-    }
-    if info.contains("did not find expected '-'") || info.contains("block sequence") {
-        return m("did not find expected '-' indicator", false);
-    }
-    if info.contains("did not find expected key") || info.contains("block mapping") {
-        return m("did not find expected key", false);
-    }
-    if info.contains("did not find expected node content") {
-        return m("did not find expected node content", false);
-    }
-    if info.contains("could not find expected ':'") || info.contains("simple key") {
-        return m("could not find expected ':'", true);
-    }
-    let _ = at;
-    (info.to_string(), false)
+    (info, false)
 }
 
 #[cfg(test)]

@@ -210,7 +210,7 @@ mod tests {
         assert_eq!(format_g(0.00001, false), "1e-05");
         assert_eq!(format_g(1e21, false), "1e+21");
         assert_eq!(format_g(-0.0, false), "-0");
-        assert_eq!(format_g(3.14159265358979, true), "3.1415927");
+        assert_eq!(format_g(1.234567891234, true), "1.2345679");
     }
 
     #[test]
