@@ -117,10 +117,12 @@ struct Analysis {
 }
 
 const BEST_INDENT: i32 = 2;
-const BEST_WIDTH: usize = 80;
 
 struct Emitter {
     flavor: Flavor,
+    /// yaml.v2 folds long scalars at 80 columns; the yaml.v3 encoder behind
+    /// toYamlPretty never folds.
+    best_width: usize,
     out: String,
     indent: i32,
     column: usize,
@@ -135,6 +137,7 @@ impl Emitter {
     fn new(flavor: Flavor) -> Self {
         Emitter {
             flavor,
+            best_width: if flavor == Flavor::V2 { 80 } else { usize::MAX },
             out: String::with_capacity(256),
             indent: -1,
             column: 0,
@@ -303,7 +306,7 @@ impl Emitter {
         }
         for (k, v) in keys {
             self.write_indent();
-            let a = analyze(k);
+            let a = analyze(k, self.flavor == Flavor::V3);
             if !a.multiline && k.len() <= 128 {
                 self.emit_key(k, Ctx::MapKey);
                 self.write_indicator(":", false, false, false);
@@ -326,7 +329,7 @@ impl Emitter {
     }
 
     fn emit_scalar(&mut self, value: &str, requested: Style) {
-        let a = analyze(value);
+        let a = analyze(value, self.flavor == Flavor::V3);
         let style = self.select_style(value, requested, &a);
         let saved = self.increase_indent(true, false);
         let allow_breaks = !self.simple_key_context;
@@ -420,7 +423,7 @@ impl Emitter {
         while let Some(c) = it.next() {
             if c == ' ' {
                 let next_space = it.peek() == Some(&' ');
-                if allow_breaks && !spaces && self.column > BEST_WIDTH && !next_space {
+                if allow_breaks && !spaces && self.column > self.best_width && !next_space {
                     self.write_indent();
                 } else {
                     self.put(c);
@@ -458,7 +461,7 @@ impl Emitter {
                 let next_space = it.peek().map(|p| p.1) == Some(' ');
                 if allow_breaks
                     && !spaces
-                    && self.column > BEST_WIDTH
+                    && self.column > self.best_width
                     && i > 0
                     && i < n - 1
                     && !next_space
@@ -538,7 +541,7 @@ impl Emitter {
                 }
                 spaces = false;
             } else if c == ' ' {
-                if allow_breaks && !spaces && self.column > BEST_WIDTH && i > 0 && i < n - 1 {
+                if allow_breaks && !spaces && self.column > self.best_width && i > 0 && i < n - 1 {
                     self.write_indent();
                     if it.peek().map(|p| p.1) == Some(' ') {
                         self.put('\\');
@@ -598,9 +601,10 @@ impl Emitter {
     }
 }
 
-/// `analyze_scalar` (without the indicator flags the chosen styles never need
-/// beyond plain-ness).
-fn analyze(value: &str) -> Analysis {
+/// `analyze_scalar`. `v3_tabs`: yaml.v3 treats a tab as allowed in block
+/// scalars (it only rules out plain and single-quoted styles), where libyaml
+/// in v2 counts it as a special character.
+fn analyze(value: &str, v3_tabs: bool) -> Analysis {
     if value.is_empty() {
         return Analysis {
             multiline: false,
@@ -615,6 +619,7 @@ fn analyze(value: &str) -> Analysis {
     let mut flow_indicators = false;
     let mut line_breaks = false;
     let mut special = false;
+    let mut tabs = false;
     let mut leading_space = false;
     let mut leading_break = false;
     let mut trailing_space = false;
@@ -670,7 +675,9 @@ fn analyze(value: &str) -> Analysis {
                 _ => {}
             }
         }
-        if !is_printable(c) {
+        if v3_tabs && c == '\t' {
+            tabs = true;
+        } else if !is_printable(c) {
             special = true;
         }
         if c == ' ' {
@@ -723,10 +730,12 @@ fn analyze(value: &str) -> Analysis {
         a.block_plain_allowed = false;
         a.single_quoted_allowed = false;
     }
-    if space_break || special {
+    if space_break || tabs || special {
         a.flow_plain_allowed = false;
         a.block_plain_allowed = false;
         a.single_quoted_allowed = false;
+    }
+    if space_break || special {
         a.block_allowed = false;
     }
     if line_breaks {
