@@ -18,7 +18,3 @@ pub use emit::{EmitError, natural_cmp, to_yaml, to_yaml_pretty, try_to_yaml};
 pub use json::{JsonError, to_json};
 pub use load::{LoadError, Numbers, from_yaml, from_yaml_array, from_yaml_map, load};
 pub use value::{Mapping, Yaml};
-
-// TEMPORARY (render branch): stand-in for the yaml branch's API; removed at merge.
-mod shim_render;
-pub use shim_render::{Error, from_yaml, to_yaml, to_yaml_pretty};
