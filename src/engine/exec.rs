@@ -37,6 +37,8 @@ pub struct Templates {
     trees: TreeMap,
     /// `tpl` texts already parsed: text → trees (or the parse error).
     tpl_cache: RefCell<HashMap<Rc<str>, Rc<TplParse>>>,
+    /// The name `$`, shared by every execution's variable stack.
+    dollar: Rc<str>,
 }
 
 impl Templates {
@@ -45,6 +47,7 @@ impl Templates {
             funcs,
             trees: HashMap::new(),
             tpl_cache: RefCell::new(HashMap::new()),
+            dollar: Rc::from("$"),
         }
     }
 
@@ -160,7 +163,7 @@ fn exec_tree(
         tree,
         name: tree.name.clone(),
         src: tree.src.clone(),
-        vars: vec![("$".into(), V::val(data.clone()))],
+        vars: vec![(ns.base.dollar.clone(), V::val(data.clone()))],
         depth,
         cur: Cur::None,
     };
@@ -251,8 +254,8 @@ struct State<'a, 't> {
 }
 
 /// Where `evalCall` got its function from.
-enum Fun<'t> {
-    Callee(Callee, &'t str),
+enum Fun {
+    Callee(Callee, Rc<str>),
     Method(super::value::Method, Rc<str>),
 }
 
@@ -357,7 +360,7 @@ impl<'a, 't> State<'a, 't> {
                     tree: &tree,
                     name: tree.name.clone(),
                     src: tree.src.clone(),
-                    vars: vec![("$".into(), V::val(newdot.clone()))],
+                    vars: vec![(self.ns.base.dollar.clone(), V::val(newdot.clone()))],
                     depth: self.depth + 1,
                     cur: Cur::None,
                 };
@@ -530,7 +533,7 @@ impl<'a, 't> State<'a, 't> {
                 return self
                     .eval_call(
                         dot,
-                        Fun::Callee(*callee, name),
+                        Fun::Callee(*callee, name.clone()),
                         Cur::Cmd(cmd),
                         &cmd.args,
                         fin,
@@ -691,7 +694,7 @@ impl<'a, 't> State<'a, 't> {
     fn eval_call(
         &mut self,
         dot: &V,
-        fun: Fun<'t>,
+        fun: Fun,
         node: Cur<'t>,
         args: &'t [Arg],
         fin: Option<Value>,
@@ -704,7 +707,12 @@ impl<'a, 't> State<'a, 't> {
             Fun::Callee(Callee::Include | Callee::Tpl, n) => (n, &[Param::Str, Param::Any], None),
             Fun::Method(_, n) => (n, &[], Some(Param::Any)),
         };
-        let name_owned: Rc<str> = Rc::from(name);
+        // A cheap handle on the name for error messages (the match below
+        // consumes `fun`).
+        let name_owned: Rc<str> = match &fun {
+            Fun::Callee(_, n) => Rc::clone(n),
+            Fun::Method(_, n) => Rc::clone(n),
+        };
         let num_fixed = if variadic.is_some() {
             params.len()
         } else {
@@ -811,7 +819,7 @@ impl<'a, 't> State<'a, 't> {
             self.included,
             &name,
             argv[1].clone(),
-            self.depth + 1,
+            0, // a new execution (Go's ExecuteTemplate) starts at depth 0
             &mut buf,
         );
         if let Some(c) = self.included.borrow_mut().get_mut(&key) {
@@ -869,7 +877,7 @@ impl<'a, 't> State<'a, 't> {
             self.included,
             &main,
             argv[1].clone(),
-            self.depth + 1,
+            0, // a new execution (Go's ExecuteTemplate) starts at depth 0
             &mut buf,
         );
         match r {
@@ -917,7 +925,7 @@ impl<'a, 't> State<'a, 't> {
             Arg::Ident { name, callee, .. } => {
                 let v = self.eval_call(
                     dot,
-                    Fun::Callee(*callee, name),
+                    Fun::Callee(*callee, name.clone()),
                     Cur::Arg(n),
                     std::slice::from_ref(n),
                     None,
