@@ -701,17 +701,18 @@ impl<'a, 't> State<'a, 't> {
     ) -> R<Value> {
         let args = if args.is_empty() { args } else { &args[1..] };
         let num_in = args.len() + usize::from(fin.is_some());
-        let (name, params, variadic): (&str, &[Param], Option<Param>) = match &fun {
-            Fun::Callee(Callee::Func(d), n) => (n, d.params, d.variadic),
-            Fun::Callee(Callee::And | Callee::Or, n) => (n, &[Param::Any], Some(Param::Any)),
-            Fun::Callee(Callee::Include | Callee::Tpl, n) => (n, &[Param::Str, Param::Any], None),
-            Fun::Method(_, n) => (n, &[], Some(Param::Any)),
-        };
-        // A cheap handle on the name for error messages (the match below
-        // consumes `fun`).
-        let name_owned: Rc<str> = match &fun {
-            Fun::Callee(_, n) => Rc::clone(n),
-            Fun::Method(_, n) => Rc::clone(n),
+        // The signature: Helm's include/tpl are `(string, interface{})`; a
+        // method's parameters are unknown here, so its arguments go in as
+        // `interface {}` values.
+        let (name_owned, params, variadic): (Rc<str>, &[Param], Option<Param>) = match &fun {
+            Fun::Callee(Callee::Func(d), n) => (n.clone(), d.params, d.variadic),
+            Fun::Callee(Callee::And | Callee::Or, n) => {
+                (n.clone(), &[Param::Any], Some(Param::Any))
+            }
+            Fun::Callee(Callee::Include | Callee::Tpl, n) => {
+                (n.clone(), &[Param::Str, Param::Any], None)
+            }
+            Fun::Method(_, n) => (n.clone(), &[], Some(Param::Any)),
         };
         let num_fixed = if variadic.is_some() {
             params.len()
