@@ -37,6 +37,8 @@ pub struct Templates {
     trees: TreeMap,
     /// `tpl` texts already parsed: text → trees (or the parse error).
     tpl_cache: RefCell<HashMap<Rc<str>, Rc<TplParse>>>,
+    /// The name `$`, shared by every execution's variable stack.
+    dollar: Rc<str>,
 }
 
 impl Templates {
@@ -45,6 +47,7 @@ impl Templates {
             funcs,
             trees: HashMap::new(),
             tpl_cache: RefCell::new(HashMap::new()),
+            dollar: Rc::from("$"),
         }
     }
 
@@ -160,7 +163,7 @@ fn exec_tree(
         tree,
         name: tree.name.clone(),
         src: tree.src.clone(),
-        vars: vec![("$".into(), V::val(data.clone()))],
+        vars: vec![(ns.base.dollar.clone(), V::val(data.clone()))],
         depth,
         cur: Cur::None,
     };
@@ -251,8 +254,8 @@ struct State<'a, 't> {
 }
 
 /// Where `evalCall` got its function from.
-enum Fun<'t> {
-    Callee(Callee, &'t str),
+enum Fun {
+    Callee(Callee, Rc<str>),
     Method(super::value::Method, Rc<str>),
 }
 
@@ -357,7 +360,7 @@ impl<'a, 't> State<'a, 't> {
                     tree: &tree,
                     name: tree.name.clone(),
                     src: tree.src.clone(),
-                    vars: vec![("$".into(), V::val(newdot.clone()))],
+                    vars: vec![(self.ns.base.dollar.clone(), V::val(newdot.clone()))],
                     depth: self.depth + 1,
                     cur: Cur::None,
                 };
@@ -530,7 +533,7 @@ impl<'a, 't> State<'a, 't> {
                 return self
                     .eval_call(
                         dot,
-                        Fun::Callee(*callee, name),
+                        Fun::Callee(*callee, name.clone()),
                         Cur::Cmd(cmd),
                         &cmd.args,
                         fin,
@@ -691,20 +694,26 @@ impl<'a, 't> State<'a, 't> {
     fn eval_call(
         &mut self,
         dot: &V,
-        fun: Fun<'t>,
+        fun: Fun,
         node: Cur<'t>,
         args: &'t [Arg],
         fin: Option<Value>,
     ) -> R<Value> {
         let args = if args.is_empty() { args } else { &args[1..] };
         let num_in = args.len() + usize::from(fin.is_some());
-        let (name, params, variadic): (&str, &[Param], Option<Param>) = match &fun {
-            Fun::Callee(Callee::Func(d), n) => (n, d.params, d.variadic),
-            Fun::Callee(Callee::And | Callee::Or, n) => (n, &[Param::Any], Some(Param::Any)),
-            Fun::Callee(Callee::Include | Callee::Tpl, n) => (n, &[Param::Str, Param::Any], None),
-            Fun::Method(_, n) => (n, &[], Some(Param::Any)),
+        // The signature: Helm's include/tpl are `(string, interface{})`; a
+        // method's parameters are unknown here, so its arguments go in as
+        // `interface {}` values.
+        let (name_owned, params, variadic): (Rc<str>, &[Param], Option<Param>) = match &fun {
+            Fun::Callee(Callee::Func(d), n) => (n.clone(), d.params, d.variadic),
+            Fun::Callee(Callee::And | Callee::Or, n) => {
+                (n.clone(), &[Param::Any], Some(Param::Any))
+            }
+            Fun::Callee(Callee::Include | Callee::Tpl, n) => {
+                (n.clone(), &[Param::Str, Param::Any], None)
+            }
+            Fun::Method(_, n) => (n.clone(), &[], Some(Param::Any)),
         };
-        let name_owned: Rc<str> = Rc::from(name);
         let num_fixed = if variadic.is_some() {
             params.len()
         } else {
@@ -811,7 +820,7 @@ impl<'a, 't> State<'a, 't> {
             self.included,
             &name,
             argv[1].clone(),
-            self.depth + 1,
+            0, // a new execution (Go's ExecuteTemplate) starts at depth 0
             &mut buf,
         );
         if let Some(c) = self.included.borrow_mut().get_mut(&key) {
@@ -869,7 +878,7 @@ impl<'a, 't> State<'a, 't> {
             self.included,
             &main,
             argv[1].clone(),
-            self.depth + 1,
+            0, // a new execution (Go's ExecuteTemplate) starts at depth 0
             &mut buf,
         );
         match r {
@@ -917,7 +926,7 @@ impl<'a, 't> State<'a, 't> {
             Arg::Ident { name, callee, .. } => {
                 let v = self.eval_call(
                     dot,
-                    Fun::Callee(*callee, name),
+                    Fun::Callee(*callee, name.clone()),
                     Cur::Arg(n),
                     std::slice::from_ref(n),
                     None,

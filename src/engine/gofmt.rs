@@ -359,6 +359,8 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
     let mut argn = 0;
     let mut i = 0;
     let end = b.len();
+    let mut reordered = false;
+    let mut good_arg = true;
     while i < end {
         let start = i;
         while i < end && b[i] != b'%' {
@@ -386,6 +388,15 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
             }
             i += 1;
         }
+        // An explicit argument index, `%[n]d`.
+        let (n, j, ok) = arg_number(b, i, args.len());
+        if let Some(n) = n {
+            argn = n;
+            reordered = true;
+        } else if !ok {
+            good_arg = false;
+        }
+        i = j;
         // Width.
         if i < end && b[i] == b'*' {
             i += 1;
@@ -423,6 +434,16 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
                 i = j;
             }
         }
+        if i < end && b[i] == b'[' {
+            let (n, j, ok) = arg_number(b, i, args.len());
+            if let Some(n) = n {
+                argn = n;
+                reordered = true;
+            } else if !ok {
+                good_arg = false;
+            }
+            i = j;
+        }
         if i >= end {
             out.push_str("%!(NOVERB)");
             break;
@@ -434,6 +455,13 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
         i += verb.len_utf8();
         if verb == '%' {
             out.push('%');
+            continue;
+        }
+        if !good_arg {
+            out.push_str("%!");
+            out.push(verb);
+            out.push_str("(BADINDEX)");
+            good_arg = true;
             continue;
         }
         match args.get(argn) {
@@ -448,7 +476,7 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
             }
         }
     }
-    if argn < args.len() {
+    if !reordered && argn < args.len() {
         out.push_str("%!(EXTRA ");
         for (k, a) in args[argn..].iter().enumerate() {
             if k > 0 {
@@ -465,6 +493,23 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
         out.push(')');
     }
     out
+}
+
+/// Go's `argNumber`: `[n]` at `i` selects argument n (1-based). Returns
+/// the 0-based index, the position after it, and whether the syntax was
+/// acceptable (a bad index makes the verb print `%!v(BADINDEX)`).
+fn arg_number(b: &[u8], i: usize, nargs: usize) -> (Option<usize>, usize, bool) {
+    if i >= b.len() || b[i] != b'[' {
+        return (None, i, true);
+    }
+    let Some(close) = b[i..].iter().position(|c| *c == b']') else {
+        return (None, i, false);
+    };
+    let (n, j) = parse_num(b, i + 1);
+    match n {
+        Some(n) if j == i + close && n >= 1 && n <= nargs => (Some(n - 1), i + close + 1, true),
+        _ => (None, i + close + 1, false),
+    }
 }
 
 fn parse_num(b: &[u8], mut i: usize) -> (Option<usize>, usize) {

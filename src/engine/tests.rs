@@ -332,3 +332,283 @@ fn error_fields_for_chart_layer() {
         Some("HELM_ERR_STARTboomHELM_ERR_END")
     );
 }
+
+/// Sprig v3.3.0's and Helm's function names, for parse-only checks.
+const OTHER_FUNCS: &[&str] = &[
+    "hello",
+    "ago",
+    "date",
+    "date_in_zone",
+    "date_modify",
+    "dateInZone",
+    "dateModify",
+    "duration",
+    "durationRound",
+    "htmlDate",
+    "htmlDateInZone",
+    "must_date_modify",
+    "mustDateModify",
+    "mustToDate",
+    "now",
+    "toDate",
+    "unixEpoch",
+    "abbrev",
+    "abbrevboth",
+    "trunc",
+    "trim",
+    "upper",
+    "lower",
+    "title",
+    "untitle",
+    "substr",
+    "repeat",
+    "trimall",
+    "trimAll",
+    "trimSuffix",
+    "trimPrefix",
+    "nospace",
+    "initials",
+    "randAlphaNum",
+    "randAlpha",
+    "randAscii",
+    "randNumeric",
+    "swapcase",
+    "shuffle",
+    "snakecase",
+    "camelcase",
+    "kebabcase",
+    "wrap",
+    "wrapWith",
+    "contains",
+    "hasPrefix",
+    "hasSuffix",
+    "quote",
+    "squote",
+    "cat",
+    "indent",
+    "nindent",
+    "replace",
+    "plural",
+    "sha1sum",
+    "sha256sum",
+    "sha512sum",
+    "adler32sum",
+    "toString",
+    "atoi",
+    "int64",
+    "int",
+    "float64",
+    "seq",
+    "toDecimal",
+    "split",
+    "splitList",
+    "splitn",
+    "toStrings",
+    "until",
+    "untilStep",
+    "add1",
+    "add",
+    "sub",
+    "div",
+    "mod",
+    "mul",
+    "randInt",
+    "add1f",
+    "addf",
+    "subf",
+    "divf",
+    "mulf",
+    "biggest",
+    "max",
+    "min",
+    "maxf",
+    "minf",
+    "ceil",
+    "floor",
+    "round",
+    "join",
+    "sortAlpha",
+    "default",
+    "empty",
+    "coalesce",
+    "all",
+    "any",
+    "compact",
+    "mustCompact",
+    "fromJson",
+    "toJson",
+    "toPrettyJson",
+    "toRawJson",
+    "mustFromJson",
+    "mustToJson",
+    "mustToPrettyJson",
+    "mustToRawJson",
+    "ternary",
+    "deepCopy",
+    "mustDeepCopy",
+    "typeOf",
+    "typeIs",
+    "typeIsLike",
+    "kindOf",
+    "kindIs",
+    "deepEqual",
+    "env",
+    "expandenv",
+    "getHostByName",
+    "base",
+    "dir",
+    "clean",
+    "ext",
+    "isAbs",
+    "osBase",
+    "osClean",
+    "osDir",
+    "osExt",
+    "osIsAbs",
+    "b64enc",
+    "b64dec",
+    "b32enc",
+    "b32dec",
+    "tuple",
+    "list",
+    "dict",
+    "get",
+    "set",
+    "unset",
+    "hasKey",
+    "pluck",
+    "keys",
+    "pick",
+    "omit",
+    "merge",
+    "mergeOverwrite",
+    "mustMerge",
+    "mustMergeOverwrite",
+    "values",
+    "append",
+    "mustAppend",
+    "prepend",
+    "mustPrepend",
+    "first",
+    "mustFirst",
+    "rest",
+    "mustRest",
+    "last",
+    "mustLast",
+    "initial",
+    "mustInitial",
+    "reverse",
+    "mustReverse",
+    "uniq",
+    "mustUniq",
+    "without",
+    "mustWithout",
+    "has",
+    "mustHas",
+    "slice",
+    "mustSlice",
+    "concat",
+    "dig",
+    "chunk",
+    "mustChunk",
+    "bcrypt",
+    "htpasswd",
+    "genPrivateKey",
+    "derivePassword",
+    "buildCustomCert",
+    "genCA",
+    "genCAWithKey",
+    "genSelfSignedCert",
+    "genSelfSignedCertWithKey",
+    "genSignedCert",
+    "genSignedCertWithKey",
+    "encryptAES",
+    "decryptAES",
+    "randBytes",
+    "uuidv4",
+    "semver",
+    "semverCompare",
+    "fail",
+    "regexMatch",
+    "mustRegexMatch",
+    "regexFindAll",
+    "mustRegexFindAll",
+    "regexFind",
+    "mustRegexFind",
+    "regexReplaceAll",
+    "mustRegexReplaceAll",
+    "regexReplaceAllLiteral",
+    "mustRegexReplaceAllLiteral",
+    "regexSplit",
+    "mustRegexSplit",
+    "regexQuoteMeta",
+    "urlParse",
+    "urlJoin",
+    "toToml",
+    "fromToml",
+    "toYaml",
+    "toYamlPretty",
+    "fromYaml",
+    "fromYamlArray",
+    "fromJsonArray",
+    "required",
+    "lookup",
+];
+
+fn stub(_: &Env, _: &[Value]) -> FuncResult {
+    Ok(Value::Nil)
+}
+
+/// Every template of the compatibility corpus parses (helm renders them
+/// all). Run with `ANTIOPA_CORPUS=/work/shared/corpus cargo test -- --ignored`.
+#[test]
+#[ignore]
+fn corpus_templates_parse() {
+    let Ok(root) = std::env::var("ANTIOPA_CORPUS") else {
+        return;
+    };
+    let mut m = FuncMap::default();
+    super::funcs::builtins::register(&mut m);
+    for n in OTHER_FUNCS {
+        m.insert(FuncDef {
+            name: n,
+            params: &[],
+            variadic: Some(Param::Any),
+            imp: stub,
+        });
+    }
+    let funcs = Rc::new(m);
+    let mut files = Vec::new();
+    let mut stack = vec![std::path::PathBuf::from(root).join("charts")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.to_string_lossy().contains("/templates/") {
+                files.push(p);
+            }
+        }
+    }
+    let mut failures = Vec::new();
+    let start = std::time::Instant::now();
+    let mut bytes = 0;
+    for f in &files {
+        let Ok(text) = std::fs::read_to_string(f) else {
+            continue;
+        };
+        bytes += text.len();
+        let mut t = Templates::new(funcs.clone());
+        if let Err(e) = t.parse(&f.to_string_lossy(), &text) {
+            failures.push(e.to_string());
+        }
+    }
+    eprintln!(
+        "parsed {} files, {} bytes in {:?}",
+        files.len(),
+        bytes,
+        start.elapsed()
+    );
+    assert!(files.len() > 100);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -96,6 +96,21 @@ fn push_f(out: &mut String, digits: &str, dp: i32) {
     }
 }
 
+/// Go's `strconv.FormatFloat(f, 'f', -1, 64)` for finite `f`.
+pub fn format_f(f: f64) -> String {
+    let mut out = String::with_capacity(24);
+    if f.is_sign_negative() {
+        out.push('-');
+    }
+    if f == 0.0 {
+        out.push('0');
+        return out;
+    }
+    let (digits, dp) = shortest_digits(f, false);
+    push_f(&mut out, &digits, dp);
+    out
+}
+
 /// encoding/json's float64 text (`floatEncoder`): `'f'` layout unless
 /// |f| < 1e-6 or |f| >= 1e21, then `'e'` with a one-digit negative exponent
 /// cleaned up (`e-07` → `e-7`). `None` for NaN and ±Inf, which json rejects.
