@@ -637,6 +637,19 @@ mod tests {
             decrypt_aes(&e, &[s("k"), s("!!")]).unwrap_err(),
             "illegal base64 data at input byte 0"
         );
+        // The panics helm reports for malformed ciphertexts.
+        assert_eq!(
+            decrypt_aes(
+                &e,
+                &[s("k"), s("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")]
+            )
+            .unwrap_err(),
+            "runtime error: slice bounds out of range [:-19]"
+        );
+        assert_eq!(
+            decrypt_aes(&e, &[s("k"), s("AAAAAAAAAAAAAAAAAAAAAA==")]).unwrap_err(),
+            "runtime error: index out of range [-1]"
+        );
     }
 
     #[test]
@@ -659,7 +672,12 @@ mod tests {
     fn private_keys_are_pem_that_openssl_reads() {
         let e = env();
         assert_eq!(text(gen_private_key(&e, &[s("foo")])), "Unknown type foo");
-        for (typ, header) in [("ecdsa", "EC PRIVATE KEY"), ("ed25519", "PRIVATE KEY")] {
+        for (typ, header) in [
+            ("ecdsa", "EC PRIVATE KEY"),
+            ("ed25519", "PRIVATE KEY"),
+            ("rsa", "RSA PRIVATE KEY"),
+            ("dsa", "DSA PRIVATE KEY"),
+        ] {
             let pem = text(gen_private_key(&e, &[s(typ)]));
             assert!(
                 pem.starts_with(&format!("-----BEGIN {header}-----\n")),
@@ -843,6 +861,36 @@ mod tests {
             )
             .unwrap_err(),
             "wrong type for value; expected sprig.certificate; got string"
+        );
+        assert_eq!(
+            gen_self_signed_cert(
+                &e,
+                &[
+                    s("x"),
+                    Value::Nil,
+                    Value::list(vec![s("ü.example")]),
+                    Value::Int(1)
+                ]
+            )
+            .unwrap_err(),
+            "error creating certificate: x509: \"ü.example\" cannot be encoded as an IA5String"
+        );
+        let dsa_key = "-----BEGIN DSA PRIVATE KEY-----\nMBICAQACAQECAQICAQMCAQQCAQU=\n-----END DSA PRIVATE KEY-----\n";
+        assert_eq!(
+            gen_ca_with_key(&e, &[s("x"), Value::Int(1), s(dsa_key)]).unwrap_err(),
+            "error creating certificate: x509: certificate private key does not implement crypto.Signer"
+        );
+        assert_eq!(
+            gen_ca_with_key(
+                &e,
+                &[
+                    s("x"),
+                    Value::Int(1),
+                    s("-----BEGIN FOO-----\nAAAA\n-----END FOO-----\n")
+                ]
+            )
+            .unwrap_err(),
+            "parsing private key: no private key data in PEM block of type FOO"
         );
         assert_eq!(
             build_custom_cert(&e, &[s("!"), s("")]).unwrap_err(),

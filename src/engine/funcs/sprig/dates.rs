@@ -584,6 +584,91 @@ mod tests {
         assert_eq!(call(duration_round_fn, &[s("1s")]), "0s");
     }
 
+    /// Expected values rendered by helm v3.17.3 (with Local = UTC).
+    #[test]
+    fn parse_and_format_match_helm() {
+        let td = |layout: &str, value: &str| call(to_date, &[s(layout), s(value)]);
+        let t = to_date(
+            &env(),
+            &[
+                s("2006-01-02 15:04:05.000000 -0700"),
+                s("2020-03-04 05:06:07.891011 +0530"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            crate::engine::gofmt::to_string_v(&t),
+            "2020-03-04 05:06:07.891011 +0530 +0530"
+        );
+        assert_eq!(
+            call(
+                date_in_zone,
+                &[
+                    s("Jan _2 3PM pm 03 .000000 ,9 __2 002 Z07 -07:00:00 Monday Mon January 06"),
+                    t,
+                    s("America/New_York")
+                ]
+            ),
+            "Mar  3 6PM pm 06 .891011 ,8  63 063 -05 -05:00:00 Tuesday Tue March 20"
+        );
+        assert_eq!(
+            td("2006-01-02 15:04:05 -0700", "2020-01-01 10:00:00 +0000"),
+            "2020-01-01 10:00:00 +0000 UTC"
+        );
+        assert_eq!(
+            td("2006-01-02 15:04:05 MST", "2020-01-01 10:00:00 PST"),
+            "2020-01-01 10:00:00 +0000 PST"
+        );
+        assert_eq!(
+            td("2006-01-02 MST", "2020-01-01 GMT+3"),
+            "2020-01-01 03:00:00 +0300 GMT+3"
+        );
+        assert_eq!(
+            td("02/01/06 3:04PM", "31/12/99 12:30AM"),
+            "1999-12-31 00:30:00 +0000 UTC"
+        );
+        assert_eq!(td("2006-002", "2020-060"), "2020-02-29 00:00:00 +0000 UTC");
+        assert_eq!(
+            td("2006-01-02 15:04:05.999", "2020-01-01 10:00:00.5"),
+            "2020-01-01 10:00:00.5 +0000 UTC"
+        );
+        assert_eq!(
+            td("2006-01-02 15:04:05", "2020-01-01 10:00:00.123456789123"),
+            "2020-01-01 10:00:00.123456789 +0000 UTC"
+        );
+        assert_eq!(
+            td("Jan 2, 2006 at 3:04pm (MST)", "Feb 3, 2013 at 7:54pm (PST)"),
+            "2013-02-03 19:54:00 +0000 PST"
+        );
+        assert_eq!(
+            td("2006-01-02T15:04:05Z07:00", "2020-01-01T10:00:00Z"),
+            "2020-01-01 10:00:00 +0000 UTC"
+        );
+        assert_eq!(
+            must_to_date(&env(), &[s("15:04"), s("25:00")]).unwrap_err(),
+            "parsing time \"25:00\": hour out of range"
+        );
+        let day = to_date(&env(), &[s("2006-01-02"), s("2017-12-31")]).unwrap();
+        assert_eq!(
+            call(html_date_in_zone, &[day, s("Asia/Tokyo")]),
+            "2017-12-31"
+        );
+        assert_eq!(call(html_date, &[Value::Int(86_400)]), "1970-01-02");
+        assert_eq!(
+            call(
+                date,
+                &[s("2006-01-02T15:04:05Z07:00"), Value::I64(1_700_000_000)]
+            ),
+            "2023-11-14T22:13:20Z"
+        );
+        let rounds: Vec<String> = ["3h", "720h", "721h", "1.5s"]
+            .iter()
+            .map(|d| call(duration_round_fn, &[s(d)]))
+            .collect();
+        assert_eq!(rounds, ["3h", "30d", "1mo", "1s"]);
+        assert_eq!(call(duration_round_fn, &[Value::I64(1_000_000_000)]), "0s");
+    }
+
     #[test]
     fn time_methods() {
         let t = to_date(&env(), &[s("2006-01-02 15:04"), s("2017-12-31 23:05")]).unwrap();
