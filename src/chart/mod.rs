@@ -11,3 +11,11 @@ pub mod files;
 pub mod helmfuncs;
 pub mod manifest;
 pub mod render;
+// Loading and values (chart helper).
+pub mod coalesce;
+pub mod dependencies;
+pub mod ignore;
+pub mod load;
+pub mod metadata;
+pub mod schema;
+pub mod strvals;

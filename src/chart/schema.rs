@@ -1,0 +1,335 @@
+//! `values.schema.json` validation: Helm v3.17's `ValidateAgainstSchema`
+//! (`pkg/chartutil/jsonschema.go`), checking the chart's values and each
+//! subchart's values against their schemas.
+//!
+//! Validation itself is done by the `jsonschema` crate; the error lines are
+//! rewritten into the texts of gojsonschema (the library Helm uses), e.g.
+//! `- policy: Invalid type. Expected: string, given: null`, with fields as
+//! gojsonschema names them (`(root)`, `a.b.0`). gojsonschema visits sibling
+//! properties in Go map order (random), so when several properties fail the
+//! order of their lines is not fixed in Helm either; we keep the crate's.
+
+use serde_json::Value as Json;
+
+use crate::chart::types::Chart;
+use crate::yaml::{Mapping, Yaml};
+
+/// `ValidateAgainstSchema`: `Ok` when every schema accepts its values; the
+/// error is the text Helm puts after "values don't meet the specifications
+/// of the schema(s) in the following chart(s):\n".
+pub fn validate_against_schema(chart: &Chart, values: &Mapping) -> Result<(), String> {
+    let mut sb = String::new();
+    if let Some(schema) = &chart.schema
+        && let Err(e) = validate_against_single_schema(values, schema)
+    {
+        sb.push_str(&format!("{}:\n", chart.name()));
+        sb.push_str(&e);
+    }
+    for sub in &chart.dependencies {
+        let empty = Mapping::new();
+        let sub_values = match values.get(sub.name()) {
+            Some(Yaml::Map(m)) => m,
+            _ => &empty,
+        };
+        if let Err(e) = validate_against_schema(sub, sub_values) {
+            sb.push_str(&e);
+        }
+    }
+    if sb.is_empty() { Ok(()) } else { Err(sb) }
+}
+
+/// Values as the JSON Helm gives gojsonschema (through `yaml.Marshal` and
+/// `YAMLToJSON`): integral floats become JSON integers.
+pub fn to_json(y: &Yaml) -> Json {
+    match y {
+        Yaml::Null => Json::Null,
+        Yaml::Bool(b) => Json::Bool(*b),
+        Yaml::Int(i) => Json::from(*i),
+        Yaml::Float(f) => {
+            if f.is_finite() && f.fract() == 0.0 && f.abs() < 9.0e15 {
+                Json::from(*f as i64)
+            } else {
+                serde_json::Number::from_f64(*f).map_or(Json::Null, Json::Number)
+            }
+        }
+        Yaml::Str(s) => Json::String(s.clone()),
+        Yaml::Seq(items) => Json::Array(items.iter().map(to_json).collect()),
+        Yaml::Map(m) => Json::Object(m.iter().map(|(k, v)| (k.clone(), to_json(v))).collect()),
+    }
+}
+
+/// `ValidateAgainstSingleSchema`: `- field: description\n` per error.
+pub fn validate_against_single_schema(values: &Mapping, schema: &[u8]) -> Result<(), String> {
+    let schema: Json = serde_json::from_slice(schema).map_err(|e| e.to_string())?;
+    let instance = Json::Object(
+        values
+            .iter()
+            .map(|(k, v)| (k.clone(), to_json(v)))
+            .collect(),
+    );
+    // gojsonschema defaults to draft 7 features when `$schema` is absent.
+    let mut opts = jsonschema::options();
+    if schema.get("$schema").is_none() {
+        opts = opts.with_draft(jsonschema::Draft::Draft7);
+    }
+    let validator = opts.build(&schema).map_err(|e| e.to_string())?;
+    let errors: Vec<_> = validator.iter_errors(&instance).collect();
+    // gojsonschema stops checking a value against a subschema once its
+    // `type` fails; drop the crate's other errors for that value from the
+    // same subschema.
+    let type_failures: Vec<(String, String)> = errors
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind(),
+                jsonschema::error::ValidationErrorKind::Type { .. }
+            )
+        })
+        .map(|e| {
+            let sp = e.schema_path().as_str();
+            let parent = sp.rsplit_once('/').map_or("", |(p, _)| p);
+            (e.instance_path().as_str().to_string(), format!("{parent}/"))
+        })
+        .collect();
+    let mut out = String::new();
+    for err in &errors {
+        let ipath = err.instance_path().as_str().to_string();
+        let spath = err.schema_path().as_str().to_string();
+        let is_type = matches!(
+            err.kind(),
+            jsonschema::error::ValidationErrorKind::Type { .. }
+        );
+        if !is_type
+            && type_failures
+                .iter()
+                .any(|(ip, sp)| *ip == ipath && spath.starts_with(sp.as_str()))
+        {
+            continue;
+        }
+        let field = go_field(&ipath);
+        let node = instance.pointer(&ipath).unwrap_or(&Json::Null);
+        for desc in describe(err.kind(), node, &field, &schema, &spath) {
+            out.push_str(&format!("- {field}: {desc}\n"));
+        }
+    }
+    if out.is_empty() { Ok(()) } else { Err(out) }
+}
+
+/// gojsonschema's field name for an instance location: `(root)` or the
+/// dotted path without it.
+fn go_field(pointer: &str) -> String {
+    if pointer.is_empty() {
+        return "(root)".to_string();
+    }
+    pointer
+        .trim_start_matches('/')
+        .split('/')
+        .map(|s| s.replace("~1", "/").replace("~0", "~"))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// gojsonschema's type name of a value.
+fn type_name(v: &Json) -> &'static str {
+    match v {
+        Json::Null => "null",
+        Json::Bool(_) => "boolean",
+        Json::Number(n) => {
+            if n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0) {
+                "integer"
+            } else {
+                "number"
+            }
+        }
+        Json::String(_) => "string",
+        Json::Array(_) => "array",
+        Json::Object(_) => "object",
+    }
+}
+
+/// A number as gojsonschema prints limits (`big.Float` `%v`).
+fn num(v: &Json) -> String {
+    match v.as_f64() {
+        Some(f) => crate::chart::coalesce::go_v(&Yaml::Float(f)),
+        None => v.to_string(),
+    }
+}
+
+/// The gojsonschema description(s) for one error of the crate.
+fn describe(
+    kind: &jsonschema::error::ValidationErrorKind,
+    node: &Json,
+    field: &str,
+    schema: &Json,
+    spath: &str,
+) -> Vec<String> {
+    use jsonschema::error::ValidationErrorKind as K;
+    let one = |s: String| vec![s];
+    match kind {
+        K::Type { kind } => {
+            // The schema's own `type` keeps gojsonschema's order.
+            let expected = match schema.pointer(spath) {
+                Some(Json::String(s)) => s.clone(),
+                Some(Json::Array(a)) if a.len() == 1 => {
+                    a[0].as_str().unwrap_or_default().to_string()
+                }
+                Some(Json::Array(a)) => format!(
+                    "[{}]",
+                    a.iter()
+                        .filter_map(|t| t.as_str())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ),
+                _ => match kind {
+                    jsonschema::error::TypeKind::Single(t) => t.to_string(),
+                    jsonschema::error::TypeKind::Multiple(ts) => format!(
+                        "[{}]",
+                        ts.iter()
+                            .map(|t| t.to_string())
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    ),
+                },
+            };
+            one(format!(
+                "Invalid type. Expected: {expected}, given: {}",
+                type_name(node)
+            ))
+        }
+        K::Required { property } => one(format!(
+            "{} is required",
+            property
+                .as_str()
+                .map_or_else(|| property.to_string(), str::to_string)
+        )),
+        K::AdditionalProperties { unexpected } => unexpected
+            .iter()
+            .map(|p| format!("Additional property {p} is not allowed"))
+            .collect(),
+        K::Enum { options } => {
+            let allowed = match options.as_ref() {
+                Json::Array(a) => a
+                    .iter()
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                other => other.to_string(),
+            };
+            one(format!("{field} must be one of the following: {allowed}"))
+        }
+        K::Constant { expected_value } => one(format!(
+            "{field} does not match: {}",
+            expected_value.as_ref()
+        )),
+        K::Minimum { limit } => one(format!("Must be greater than or equal to {}", num(limit))),
+        K::Maximum { limit } => one(format!("Must be less than or equal to {}", num(limit))),
+        K::ExclusiveMinimum { limit } => one(format!("Must be greater than {}", num(limit))),
+        K::ExclusiveMaximum { limit } => one(format!("Must be less than {}", num(limit))),
+        K::MinLength { limit } => one(format!(
+            "String length must be greater than or equal to {limit}"
+        )),
+        K::MaxLength { limit } => one(format!(
+            "String length must be less than or equal to {limit}"
+        )),
+        K::Pattern { pattern } => one(format!("Does not match pattern '{pattern}'")),
+        K::Format { format } => one(format!("Does not match format '{format}'")),
+        K::MinItems { limit } => one(format!("Array must have at least {limit} items")),
+        K::MaxItems { limit } => one(format!("Array must have at most {limit} items")),
+        K::MinProperties { limit } => one(format!("Must have at least {limit} properties")),
+        K::MaxProperties { limit } => one(format!("Must have at most {limit} properties")),
+        K::UniqueItems => {
+            let (mut i, mut j) = (0, 0);
+            if let Json::Array(a) = node {
+                'outer: for x in 0..a.len() {
+                    for y in x + 1..a.len() {
+                        if a[x] == a[y] {
+                            (i, j) = (x, y);
+                            break 'outer;
+                        }
+                    }
+                }
+            }
+            one(format!("array items[{i},{j}] must be unique"))
+        }
+        K::AnyOf { .. } => one("Must validate at least one schema (anyOf)".into()),
+        K::OneOfNotValid { .. } | K::OneOfMultipleValid { .. } => {
+            one("Must validate one and only one schema (oneOf)".into())
+        }
+        K::Not { .. } => one("Must not validate the schema (not)".into()),
+        K::FalseSchema => one("False always fails validation".into()),
+        K::MultipleOf { multiple_of } => one(format!(
+            "Must be a multiple of {}",
+            crate::chart::coalesce::go_v(&Yaml::Float(*multiple_of))
+        )),
+        K::Contains => one("At least one of the items must match".into()),
+        K::AdditionalItems { .. } => one("No additional items allowed on array".into()),
+        K::PropertyNames { .. } => one(format!(
+            "Property name of \"{}\" does not match",
+            field.rsplit('.').next().unwrap_or(field)
+        )),
+        other => one(format!("{other:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chart::types::Metadata;
+
+    /// helm v3.17.3's output for the corpus case external-dns-novalues.
+    #[test]
+    fn external_dns_message() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
+        let chart_dir = root.join("charts/external-dns");
+        if !chart_dir.exists() {
+            return;
+        }
+        let mut chart = crate::chart::load::load(&chart_dir).unwrap();
+        let err = crate::chart::coalesce::to_render_values(
+            &mut chart,
+            &Mapping::new(),
+            false,
+            &mut |_: &str| {},
+        )
+        .unwrap_err();
+        let expected =
+            std::fs::read_to_string(root.join("expected/external-dns-novalues.err")).unwrap();
+        assert_eq!(format!("Error: {err}\n"), expected);
+    }
+
+    #[test]
+    fn messages() {
+        let schema = br#"{"type":"object","required":["a"],"properties":{
+            "b":{"type":["string","null"],"enum":["x","y"]},
+            "c":{"type":"integer","minimum":2},
+            "d":{"type":"array","maxItems":1}},"additionalProperties":false}"#;
+        let mut values = Mapping::new();
+        values.insert("b".into(), Yaml::Str("z".into()));
+        values.insert("c".into(), Yaml::Float(1.0));
+        values.insert("d".into(), Yaml::Seq(vec![Yaml::Null, Yaml::Null]));
+        values.insert("e".into(), Yaml::Null);
+        let err = validate_against_single_schema(&values, schema).unwrap_err();
+        let mut lines: Vec<&str> = err.lines().collect();
+        lines.sort();
+        assert_eq!(
+            lines,
+            vec![
+                "- (root): Additional property e is not allowed",
+                "- (root): a is required",
+                "- b: b must be one of the following: \"x\", \"y\"",
+                "- c: Must be greater than or equal to 2",
+                "- d: Array must have at most 1 items",
+            ]
+        );
+        let chart = Chart {
+            metadata: Metadata {
+                name: "top".into(),
+                ..Default::default()
+            },
+            schema: Some(std::sync::Arc::from(&schema[..])),
+            ..Default::default()
+        };
+        let e = validate_against_schema(&chart, &Mapping::new()).unwrap_err();
+        assert_eq!(e, "top:\n- (root): a is required\n");
+    }
+}
