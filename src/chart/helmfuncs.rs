@@ -65,6 +65,18 @@ pub fn register(m: &mut FuncMap) {
             imp: to_json,
         },
         FuncDef {
+            name: "toToml",
+            params: &[Param::Any],
+            variadic: None,
+            imp: to_toml,
+        },
+        FuncDef {
+            name: "fromToml",
+            params: &[Param::Str],
+            variadic: None,
+            imp: from_toml,
+        },
+        FuncDef {
             name: "fromJson",
             params: &[Param::Str],
             variadic: None,
@@ -191,84 +203,32 @@ fn from_yaml_array(_: &Env, args: &[Value]) -> FuncResult {
 /// `toJson`: encoding/json.Marshal (HTML-escaped); "" on failure.
 fn to_json(_: &Env, args: &[Value]) -> FuncResult {
     let y = args.first().map(value_to_yaml).unwrap_or(Ok(Yaml::Null));
+    Ok(Value::string(
+        y.ok()
+            .and_then(|y| crate::yaml::to_json(&y).ok())
+            .unwrap_or_default(),
+    ))
+}
+
+/// `toToml`: BurntSushi/toml's encoder on the value itself (float64s stay
+/// floats); its error text when the value has no TOML form.
+fn to_toml(_: &Env, args: &[Value]) -> FuncResult {
+    let y = args
+        .first()
+        .map(value_to_yaml_direct)
+        .unwrap_or(Ok(Yaml::Null));
     Ok(Value::string(match y {
-        Ok(y) => {
-            let mut out = String::new();
-            write_json(&y, &mut out);
-            out
-        }
-        Err(_) => String::new(),
+        Ok(y) => crate::yaml::to_toml(&y),
+        Err(e) => e.to_string(),
     }))
 }
 
-/// Go's encoding/json output for the JSON data model: keys in bytewise
-/// order, `<`, `>`, `&`, U+2028 and U+2029 escaped, floats in `%g`-like
-/// form without exponent between 1e-6 and 1e21.
-pub fn write_json(y: &Yaml, out: &mut String) {
-    match y {
-        Yaml::Null => out.push_str("null"),
-        Yaml::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Yaml::Int(i) => out.push_str(&i.to_string()),
-        Yaml::Float(f) => write_json_float(*f, out),
-        Yaml::Str(s) => write_json_str(s, out),
-        Yaml::Seq(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_json(item, out);
-            }
-            out.push(']');
-        }
-        Yaml::Map(m) => {
-            out.push('{');
-            for (i, (k, v)) in m.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_json_str(k, out);
-                out.push(':');
-                write_json(v, out);
-            }
-            out.push('}');
-        }
-    }
-}
-
-/// encoding/json's `floatEncoder`.
-fn write_json_float(f: f64, out: &mut String) {
-    let abs = f.abs();
-    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
-        let mut s = String::new();
-        crate::engine::gofmt::format_float(f, 'e', -1, &mut s);
-        // Go trims `e-07` to `e-7`.
-        if let Some(i) = s.find("e-0") {
-            s.remove(i + 2);
-        }
-        out.push_str(&s);
-    } else {
-        crate::engine::gofmt::format_float(f, 'f', -1, out);
-    }
-}
-
-fn write_json_str(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32))
-            }
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+/// `fromToml`: a map; errors go into the `Error` key.
+fn from_toml(_: &Env, args: &[Value]) -> FuncResult {
+    Ok(match crate::yaml::from_toml(str_arg(args)) {
+        Ok(m) => crate::chart::convert::mapping_to_value(&m, MapKind::Any),
+        Err(e) => error_map(e),
+    })
 }
 
 /// JSON text into the data model, numbers as float64 (Go's `interface{}`).

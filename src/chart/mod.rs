@@ -19,3 +19,4 @@ pub mod load;
 pub mod metadata;
 pub mod schema;
 pub mod strvals;
+pub mod template;

@@ -597,3 +597,196 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod render_tests {
+    use super::*;
+    use crate::chart::File;
+    use std::sync::Arc;
+
+    fn file(name: &str, text: &str) -> File {
+        File {
+            name: name.to_string(),
+            data: Arc::from(text.as_bytes()),
+        }
+    }
+
+    fn chart(name: &str, ty: &str, templates: Vec<File>, deps: Vec<Chart>) -> Chart {
+        Chart {
+            metadata: Metadata {
+                name: name.into(),
+                version: "0.1.0".into(),
+                chart_type: ty.into(),
+                ..Default::default()
+            },
+            templates,
+            dependencies: deps,
+            ..Default::default()
+        }
+    }
+
+    fn values(src: &str) -> Mapping {
+        match crate::yaml::from_yaml(src) {
+            Ok(Yaml::Map(m)) => m,
+            _ => Mapping::new(),
+        }
+    }
+
+    fn release() -> ReleaseOptions {
+        ReleaseOptions {
+            name: "rel".into(),
+            namespace: "ns".into(),
+            revision: 1,
+            is_upgrade: false,
+            is_install: true,
+        }
+    }
+
+    fn run(c: &Chart, vals: &str) -> Result<BTreeMap<String, String>, RenderError> {
+        render(
+            c,
+            &values(vals),
+            &release(),
+            &Capabilities::default(),
+            &Env::new(),
+        )
+    }
+
+    /// The chart of /tmp/rt/r rendered by helm v3.17.3 (`helm template rel . -n ns`).
+    #[test]
+    fn namespace_order_scoping_and_shared_values_like_helm() {
+        let set = |x: &str| {
+            format!(
+                "v: {{{{ $_ := set .Values \"o\" (append (.Values.o | default list) \"{x}\") }}}}{{{{ .Values.o }}}}\n"
+            )
+        };
+        let t = set("t")
+            + "inc: {{ include \"x\" . }}{{ include \"y\" . }}{{ include \"libdef\" . }}\n\
+               tn: {{ .Template.Name }} {{ .Template.BasePath }}\n\
+               nv: \"{{ .Values.missing }}|literal <no value> text\"\n\
+               sub: {{ .Subcharts.s.Values.k }} {{ .Subcharts.s.Values.other }} {{ .Subcharts.s.Values.global.g }} {{ .Subcharts.s.Template.Name }}\n";
+        let lib = chart(
+            "lib",
+            "library",
+            vec![
+                file("templates/_l.tpl", "{{ define \"libdef\" }}LIB{{ end }}\n"),
+                file("templates/cm.yaml", "not: rendered\n"),
+            ],
+            vec![],
+        );
+        let s = chart(
+            "s",
+            "",
+            vec![file(
+                "templates/s.yaml",
+                "s: {{ .Values.k }} {{ .Values.global.g }} {{ .Chart.Name }} {{ .Chart.IsRoot }} {{ .Template.BasePath }} {{ typeOf .Values }} {{ include \"x\" . }}\n",
+            )],
+            vec![],
+        );
+        let top = chart(
+            "r",
+            "",
+            vec![
+                file("templates/NOTES.txt", "notes {{ .Release.Name }}\n"),
+                file("templates/_a.tpl", "{{ define \"x\" }}A{{ end }}\n"),
+                file(
+                    "templates/_b.tpl",
+                    "{{ define \"x\" }}B{{ end }}{{ define \"y\" }}TOP{{ end }}\n",
+                ),
+                file("templates/b.yaml", &set("b")),
+                file("templates/sub/_c.tpl", "{{ define \"y\" }}DEEP{{ end }}\n"),
+                file("templates/sub/c.yaml", &set("c")),
+                file("templates/t.yaml", &t),
+            ],
+            vec![lib, s],
+        );
+        let vals = "a: 1\nglobal: {g: G}\ns: {k: v, other: o, global: {g: G}}\n";
+        let out = match run(&top, vals) {
+            Ok(o) => o,
+            Err(e) => panic!("{e}"),
+        };
+        let keys: Vec<&str> = out.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            vec![
+                "r/charts/s/templates/s.yaml",
+                "r/templates/NOTES.txt",
+                "r/templates/b.yaml",
+                "r/templates/sub/c.yaml",
+                "r/templates/t.yaml"
+            ]
+        );
+        assert_eq!(out["r/templates/NOTES.txt"], "notes rel\n");
+        assert_eq!(out["r/templates/sub/c.yaml"], "v: [c]\n");
+        assert_eq!(out["r/templates/b.yaml"], "v: [c t b]\n");
+        // helm prints typeOf .Values = chartutil.Values in the subchart; we
+        // alias the parent's table (map[string]interface {}) instead.
+        assert_eq!(
+            out["r/charts/s/templates/s.yaml"]
+                .replace("map[string]interface {}", "chartutil.Values"),
+            "s: v G s false r/charts/s/templates chartutil.Values A\n"
+        );
+        assert_eq!(
+            out["r/templates/t.yaml"],
+            "v: [c t]\ninc: ATOPLIB\ntn: r/templates/t.yaml r/templates\nnv: \"|literal  text\"\nsub: v o G r/charts/s/templates/s.yaml\n"
+        );
+    }
+
+    fn one(main: &str, helper: Option<&str>) -> String {
+        let mut t = vec![file("templates/t.yaml", main)];
+        if let Some(h) = helper {
+            t.push(file("templates/_h.tpl", h));
+        }
+        match run(&chart("e", "", t, vec![]), "") {
+            Ok(_) => "ok".into(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    /// Texts from helm v3.17.3 (after its `Error: `).
+    #[test]
+    fn errors_read_exactly_as_helm() {
+        assert_eq!(
+            one("a: {{ nope }}", None),
+            "parse error at (e/templates/t.yaml:1): function \"nope\" not defined"
+        );
+        assert_eq!(
+            one("a: {{ .Values.x.y }}", None),
+            "template: e/templates/t.yaml:1:13: executing \"e/templates/t.yaml\" at <.Values.x.y>: nil pointer evaluating interface {}.y"
+        );
+        assert_eq!(
+            one("a: {{ required \"need x\" .Values.x }}", None),
+            "execution error at (e/templates/t.yaml:1:6): need x"
+        );
+        assert_eq!(
+            one(
+                "a: {{ include \"f\" . }}",
+                Some("{{ define \"f\" }}{{ fail \"boom: bad\" }}{{ end }}")
+            ),
+            "execution error at (e/templates/t.yaml:1:6): boom: bad"
+        );
+        assert_eq!(
+            one("a: {{ tpl \"{{ fail \\\"inner\\\" }}\" . }}", None),
+            "execution error at (e/templates/t.yaml:1:6): inner"
+        );
+        assert_eq!(
+            one("a: {{ tpl \"{{ nope }}\" . }}", None),
+            "template: e/templates/t.yaml:1:6: executing \"e/templates/t.yaml\" at <tpl \"{{ nope }}\" .>: error calling tpl: cannot parse template \"{{ nope }}\": template: gotpl:1: function \"nope\" not defined"
+        );
+        assert_eq!(
+            one(
+                "a: {{ include \"f\" . }}",
+                Some("{{ define \"f\" }}{{ .Values.x.y }}{{ end }}")
+            ),
+            "template: e/templates/t.yaml:1:6: executing \"e/templates/t.yaml\" at <include \"f\" .>: error calling include: template: e/templates/_h.tpl:1:26: executing \"f\" at <.Values.x.y>: nil pointer evaluating interface {}.y"
+        );
+        assert_eq!(
+            one("a: {{ end }}", None),
+            "parse error at (e/templates/t.yaml:1): unexpected {{end}}"
+        );
+        assert_eq!(
+            one("a: ok", Some("{{ define \"f\" }}{{ nope }}{{ end }}")),
+            "parse error at (e/templates/_h.tpl:1): function \"nope\" not defined"
+        );
+    }
+}
