@@ -162,8 +162,12 @@ pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() { 1 } else { 0 };
+            if !e.use_stderr() {
+                // --help, --version
+                let _ = e.print();
+                return 0;
+            }
+            return print_error(&cobra_message(&e));
         }
     };
     match cli.command {
@@ -184,6 +188,31 @@ fn run_template(a: TemplateArgs) -> i32 {
     match result {
         Ok(()) => 0,
         Err(e) => print_error(&e.to_string()),
+    }
+}
+
+/// Helm's (cobra/pflag's) wording for the common argument errors; clap's
+/// own text otherwise.
+fn cobra_message(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let arg = match e.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(s)) => s.clone(),
+        _ => String::new(),
+    };
+    let flag = arg.split([' ', '=']).next().unwrap_or_default().to_string();
+    match e.kind() {
+        ErrorKind::UnknownArgument if flag.starts_with("--") => format!("unknown flag: {flag}"),
+        ErrorKind::UnknownArgument if flag.starts_with('-') && flag.len() > 1 => {
+            format!("unknown shorthand flag: '{}' in {flag}", &flag[1..2])
+        }
+        ErrorKind::InvalidValue | ErrorKind::NoEquals if arg.starts_with('-') => {
+            format!("flag needs an argument: {flag}")
+        }
+        _ => {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or_default();
+            first.strip_prefix("error: ").unwrap_or(first).to_string()
+        }
     }
 }
 
