@@ -280,6 +280,45 @@ impl GoTime {
         }
     }
 
+    /// The remainder of the time since the zero time modulo `d` (Go's
+    /// `div`, for `d > 0`).
+    fn rem_since_zero(&self, d: i64) -> i64 {
+        let since = (i128::from(self.secs) - i128::from(ZERO_TIME_SECS))
+            * i128::from(NANOS_PER_SEC)
+            + i128::from(self.nsec);
+        since.rem_euclid(i128::from(d)) as i64
+    }
+
+    /// `t.Truncate(d)`: rounded down to a multiple of `d` since the zero
+    /// time; drops the monotonic reading.
+    pub fn truncate(&self, d: i64) -> Self {
+        let mut t = GoTime {
+            mono: None,
+            ..self.clone()
+        };
+        if d > 0 {
+            t = t.add(-self.rem_since_zero(d));
+        }
+        t
+    }
+
+    /// `t.Round(d)`: halfway values round up.
+    pub fn round(&self, d: i64) -> Self {
+        let t = GoTime {
+            mono: None,
+            ..self.clone()
+        };
+        if d <= 0 {
+            return t;
+        }
+        let r = self.rem_since_zero(d);
+        if (r as u64).wrapping_add(r as u64) < d as u64 {
+            t.add(-r)
+        } else {
+            t.add(d - r)
+        }
+    }
+
     /// `t.AddDate(years, months, days)`.
     pub fn add_date(&self, years: i64, months: i64, days: i64) -> Self {
         let c = self.civil();
