@@ -102,6 +102,8 @@ fn encode(
             let mut s = String::new();
             if let Some(ver) = o.as_any().downcast_ref::<super::semver::Version>() {
                 s = ver.to_string();
+            } else if let Some(ver) = o.as_any().downcast_ref::<super::semver::VersionValue>() {
+                s = ver.0.to_string();
             } else {
                 fmt_v(v, &mut s);
             }

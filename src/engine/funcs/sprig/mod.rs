@@ -17,6 +17,8 @@ pub mod json;
 pub mod lists;
 pub mod misc;
 pub mod numeric;
+#[cfg(test)]
+mod oracle_tests;
 pub mod random;
 pub mod regex;
 pub mod semver;

@@ -1,0 +1,564 @@
+//! Cases whose expected values were produced by the real helm v3.17.3
+//! (throw-away charts rendered with `helm template`), calling the function
+//! implementations directly with the arguments the template passed.
+
+use super::testutil::{call, d, err, f, i, l, s, v};
+use crate::engine::value::Value;
+
+fn n() -> Value {
+    Value::Nil
+}
+
+#[test]
+fn string_case_functions() {
+    assert_eq!(
+        v("title", &[s("hello wORLD-foo_bar x.y ǆemal")]),
+        "Hello WORLD-Foo_bar X.Y ǅemal"
+    );
+    assert_eq!(
+        v("swapcase", &[s("This Is A.Test ǆx")]),
+        "tHIS iS a.tEST ǅX"
+    );
+    assert_eq!(v("untitle", &[s("Hello World ÉCOLE")]), "hello world éCOLE");
+    assert_eq!(v("snakecase", &[s("HTTPStatusCode")]), "http_status_code");
+    assert_eq!(v("snakecase", &[s("already_snake")]), "already_snake");
+    assert_eq!(
+        v("snakecase", &[s("SimpleXMLParser2Go")]),
+        "simple_xml_parser2_go"
+    );
+    assert_eq!(v("snakecase", &[s("a.b-c d")]), "a.b_c_d");
+    assert_eq!(v("snakecase", &[s("ÉcoleNormale")]), "école_normale");
+    assert_eq!(v("kebabcase", &[s("HTTPStatusCode")]), "http-status-code");
+    assert_eq!(v("kebabcase", &[s("fooBar_baz")]), "foo-bar-baz");
+    assert_eq!(v("kebabcase", &[s("V2Api")]), "v2-api");
+    assert_eq!(v("camelcase", &[s("hello_world")]), "HelloWorld");
+    assert_eq!(v("camelcase", &[s("HELLO-WORLD")]), "HelloWorld");
+    assert_eq!(v("camelcase", &[s("hello world foo")]), "HelloWorldFoo");
+    assert_eq!(v("camelcase", &[s("x")]), "X");
+    assert_eq!(v("camelcase", &[s("alreadyCamel")]), "AlreadyCamel");
+    assert_eq!(v("camelcase", &[s("__a")]), "__A");
+    assert_eq!(v("upper", &[s("straße")]), "STRAßE");
+}
+
+#[test]
+fn string_byte_functions() {
+    assert_eq!(v("nospace", &[s("hé llo")]), "hÃ©llo");
+    assert_eq!(v("initials", &[s("école Normale")]), "ÃN");
+    assert_eq!(
+        v(
+            "wrap",
+            &[i(10), s("the quick brown fox jumps over the lazy dog")]
+        ),
+        "the quick\nbrown fox\njumps over\nthe lazy\ndog"
+    );
+    assert_eq!(
+        v("wrapWith", &[i(5), s("\n"), s("averyveryverylongword x")]),
+        "avery\nveryv\nerylo\nngwor\nd x"
+    );
+    assert_eq!(
+        v("wrap", &[i(3), s("averyveryverylongword x y")]),
+        "averyveryverylongword\nx y"
+    );
+    assert_eq!(v("abbrev", &[i(8), s("héllo world")]), "héll...");
+    assert_eq!(
+        v("abbrevboth", &[i(5), i(10), s("1234 5678 9123 4567")]),
+        "...5678..."
+    );
+    assert_eq!(v("abbrevboth", &[i(0), i(4), s("abcdefgh")]), "a...");
+    assert_eq!(
+        v("abbrevboth", &[i(1), i(6), s("abcdefghij")]),
+        "abcdefghij"
+    );
+    assert_eq!(
+        err("substr", &[i(-1), i(9), s("abc")]),
+        "runtime error: slice bounds out of range [:9] with length 3"
+    );
+    assert_eq!(
+        err("substr", &[i(3), i(2), s("abc")]),
+        "runtime error: slice bounds out of range [3:2]"
+    );
+    assert_eq!(
+        err("substr", &[i(5), i(-1), s("abc")]),
+        "runtime error: slice bounds out of range [5:3]"
+    );
+    assert_eq!(
+        err("substr", &[i(-1), i(-1), s("abc")]),
+        "runtime error: slice bounds out of range [:-1]"
+    );
+    assert_eq!(
+        err("repeat", &[i(-1), s("a")]),
+        "strings: negative Repeat count"
+    );
+    assert_eq!(
+        err("indent", &[i(-1), s("a")]),
+        "strings: negative Repeat count"
+    );
+}
+
+#[test]
+fn quoting_and_printing() {
+    assert_eq!(
+        v(
+            "quote",
+            &[
+                s("tab\there"),
+                s("nl\n"),
+                s("uni\u{2028}"),
+                s("bell\x07"),
+                s("emoji😀"),
+                s("\u{ad}")
+            ]
+        ),
+        r#""tab\there" "nl\n" "uni\u2028" "bell\a" "emoji😀" "\u00ad""#
+    );
+    assert_eq!(
+        v("squote", &[s("a'b"), f(1.5), n(), Value::Bool(true)]),
+        "'a'b' '1.5' 'true'"
+    );
+    assert_eq!(
+        v(
+            "cat",
+            &[s("a"), n(), i(1), l(vec![i(1), i(2)]), d(&[("k", s("v"))])]
+        ),
+        "a 1 [1 2] map[k:v]"
+    );
+    assert_eq!(
+        v("sortAlpha", &[l(vec![i(10), i(9), s("b"), s("B"), n()])]),
+        "[10 9 B b]"
+    );
+    assert_eq!(v("sortAlpha", &[s("x")]), "[x]");
+    assert_eq!(v("sortAlpha", &[n()]), "[<nil>]");
+    assert_eq!(
+        v("uniq", &[l(vec![i(1), i(1), s("1"), f(1.0), n(), n()])]),
+        "[1 1 1 <nil>]"
+    );
+    assert_eq!(
+        v(
+            "compact",
+            &[l(vec![i(0), i(1), s(""), n(), Value::Bool(false), s("a")])]
+        ),
+        "[1 a]"
+    );
+    assert_eq!(v("splitn", &[s("/"), i(0), s("a/b")]), "map[]");
+    assert_eq!(v("splitn", &[s(""), i(2), s("abc")]), "map[_0:a _1:bc]");
+    assert_eq!(v("split", &[s(""), s("abc")]), "map[_0:a _1:b _2:c]");
+    assert_eq!(v("splitList", &[s(""), s("")]), "[]");
+    assert_eq!(v("splitList", &[s(","), s("")]), "[]");
+}
+
+#[test]
+fn result_types() {
+    let t = |name: &str, args: &[Value]| match call(name, args) {
+        Ok(v) => v.type_name().to_string(),
+        Err(e) => e,
+    };
+    assert_eq!(t("split", &[s(","), s("a")]), "map[string]string");
+    assert_eq!(t("splitList", &[s(","), s("a")]), "[]string");
+    assert_eq!(t("until", &[i(2)]), "[]int");
+    assert_eq!(t("keys", &[d(&[])]), "[]string");
+    assert_eq!(t("toStrings", &[l(vec![i(1)])]), "[]string");
+    let Ok(sl) = call("splitList", &[s(","), s("a,b")]) else {
+        panic!()
+    };
+    assert_eq!(t("slice", &[sl, i(1)]), "[]string");
+    assert_eq!(t("add", &[i(1), i(2)]), "int64");
+    assert_eq!(t("int", &[i(1)]), "int");
+    assert_eq!(t("atoi", &[s("1")]), "int");
+    assert_eq!(t("max", &[i(1), i(2)]), "int64");
+    assert_eq!(t("round", &[i(1), i(1)]), "float64");
+    assert_eq!(t("toDecimal", &[i(1)]), "int64");
+}
+
+#[test]
+fn json() {
+    assert_eq!(
+        v(
+            "toJson",
+            &[l(vec![
+                i(1),
+                f(1.5),
+                f(1e21),
+                f(1e-7),
+                f(0.000001),
+                s("x"),
+                n(),
+                Value::Bool(true),
+                d(&[("b", i(1)), ("a", l(vec![]))]),
+            ])]
+        ),
+        r#"[1,1.5,1e+21,1e-7,0.000001,"x",null,true,{"a":[],"b":1}]"#
+    );
+    assert_eq!(
+        v(
+            "toPrettyJson",
+            &[d(&[
+                ("b", l(vec![i(1), d(&[])])),
+                ("a", d(&[("c", s("<"))]))
+            ])]
+        ),
+        "{\n  \"a\": {\n    \"c\": \"\\u003c\"\n  },\n  \"b\": [\n    1,\n    {}\n  ]\n}"
+    );
+    assert_eq!(
+        v("toRawJson", &[d(&[("a", s("<&>")), ("b", s("\u{2028}"))])]),
+        r#"{"a":"<&>","b":"\u2028"}"#
+    );
+    assert_eq!(
+        v("toJson", &[d(&[("a", s("<b>&")), ("n", f(1000000.0))])]),
+        r#"{"a":"\u003cb\u003e\u0026","n":1000000}"#
+    );
+    assert_eq!(
+        err("mustFromJson", &[s("{\"a\":[1,2")]),
+        "unexpected end of JSON input"
+    );
+    assert_eq!(
+        err("mustFromJson", &[s("\"\\x\"")]),
+        "invalid character 'x' in string escape code"
+    );
+}
+
+#[test]
+fn semver() {
+    use crate::engine::value::Member;
+    let method = |ver: &str, name: &str, args: &[Value]| {
+        let Ok(Value::Object(o)) = call("semver", &[s(ver)]) else {
+            panic!("semver {ver}")
+        };
+        let Some(Member::Method(m)) = o.member(name) else {
+            panic!("no method {name}")
+        };
+        match m(args) {
+            Ok(v) => crate::engine::gofmt::to_string_v(&v),
+            Err(e) => e,
+        }
+    };
+    assert_eq!(method("v1.2.3-rc.1+b5", "Major", &[]), "1");
+    assert_eq!(method("1.2", "Minor", &[]), "2");
+    assert_eq!(method("1.2.3-rc.1+b5", "Prerelease", &[]), "rc.1");
+    assert_eq!(method("1.2.3-rc.1+b5", "Metadata", &[]), "b5");
+    assert_eq!(method("v1.2", "Original", &[]), "v1.2");
+    assert_eq!(method("1.2.3", "IncMinor", &[]), "1.3.0");
+    let Ok(other) = call("semver", &[s("1.3.0")]) else {
+        panic!()
+    };
+    assert_eq!(
+        method("1.2.3", "LessThan", std::slice::from_ref(&other)),
+        "true"
+    );
+    let Ok(same) = call("semver", &[s("1.2.3")]) else {
+        panic!()
+    };
+    assert_eq!(method("1.2.3", "Compare", &[same]), "0");
+    assert_eq!(v("semver", &[s("v1.2")]), "1.2.0");
+    assert_eq!(
+        v(
+            "toString",
+            &[call("semver", &[s("v1")]).unwrap_or_default()]
+        ),
+        "1.0.0"
+    );
+    assert_eq!(
+        v(
+            "toJson",
+            &[call("semver", &[s("v1.2")]).unwrap_or_default()]
+        ),
+        "\"1.2.0\""
+    );
+    assert_eq!(
+        v(
+            "typeOf",
+            &[call("semver", &[s("1.0.0")]).unwrap_or_default()]
+        ),
+        "*semver.Version"
+    );
+    assert_eq!(
+        v(
+            "kindOf",
+            &[call("semver", &[s("1.0.0")]).unwrap_or_default()]
+        ),
+        "ptr"
+    );
+    assert_eq!(
+        v(
+            "typeIsLike",
+            &[
+                s("Version"),
+                call("semver", &[s("1.0.0")]).unwrap_or_default()
+            ]
+        ),
+        "false"
+    );
+    let cmp = |c: &str, ver: &str| v("semverCompare", &[s(c), s(ver)]);
+    assert_eq!(cmp(">=1.20.0-0", "1.21.0-eks-1"), "true");
+    assert_eq!(cmp(">=1.20.0", "1.21.0-eks-1"), "false");
+    assert_eq!(cmp("~1.2", "1.2.9"), "true");
+    assert_eq!(cmp("^0.0", "0.0.5"), "true");
+    assert_eq!(cmp("1.2.3 - 1.4", "1.4.7"), "true");
+    assert_eq!(cmp("<1.x", "1.0.0-alpha"), "false");
+    assert_eq!(cmp("!=1.x", "2.0.0"), "true");
+    assert_eq!(cmp(">1.2", "1.2.5"), "false");
+    assert_eq!(cmp("=1.2.x", "1.2.5"), "true");
+    assert_eq!(
+        err("semverCompare", &[s(""), s("1.2.5")]),
+        "improper constraint: "
+    );
+    assert_eq!(
+        err("semverCompare", &[s("!!1"), s("1.0.0")]),
+        "improper constraint: !!1"
+    );
+    assert_eq!(
+        err("semver", &[s("1.2.3-01")]),
+        "Version segment starts with 0"
+    );
+}
+
+#[test]
+fn urls() {
+    assert_eq!(
+        v(
+            "urlParse",
+            &[s(
+                "https://user:p%40ss@example.com:8443/a/b%2Fc?x=1&y=2#sec%20tion"
+            )]
+        ),
+        "map[fragment:sec tion host:example.com:8443 hostname:example.com opaque: path:/a/b/c query:x=1&y=2 scheme:https userinfo:user:p%40ss]"
+    );
+    assert_eq!(
+        v("urlParse", &[s("/rel/path?q")]),
+        "map[fragment: host: hostname: opaque: path:/rel/path query:q scheme: userinfo:]"
+    );
+    assert_eq!(
+        v("urlParse", &[s("example.com")]),
+        "map[fragment: host: hostname: opaque: path:example.com query: scheme: userinfo:]"
+    );
+    assert_eq!(
+        v("urlParse", &[s("http://[::1]:80/x")]),
+        "map[fragment: host:[::1]:80 hostname:::1 opaque: path:/x query: scheme:http userinfo:]"
+    );
+    let join = |pairs: &[(&str, Value)]| v("urlJoin", &[d(pairs)]);
+    assert_eq!(
+        join(&[
+            ("scheme", s("https")),
+            ("host", s("h")),
+            ("path", s("/a b")),
+            ("query", s("q=1")),
+            ("fragment", s("f"))
+        ]),
+        "https://h/a%20b?q=1#f"
+    );
+    assert_eq!(join(&[("path", s("a:b"))]), "./a:b");
+    assert_eq!(
+        join(&[("scheme", s("mailto")), ("opaque", s("x@y"))]),
+        "mailto:x@y"
+    );
+    assert_eq!(
+        join(&[("scheme", s("file")), ("path", s("/etc"))]),
+        "file:///etc"
+    );
+    assert_eq!(
+        err("urlParse", &[s(":x")]),
+        "unable to parse url: parse \":x\": missing protocol scheme"
+    );
+    assert_eq!(
+        err("urlJoin", &[d(&[("host", i(1))])]),
+        "unable to parse host key, must be of type string, but int found"
+    );
+}
+
+#[test]
+fn encodings() {
+    assert_eq!(
+        v("b64dec", &[s("aGVsbG8")]),
+        "illegal base64 data at input byte 4"
+    );
+    assert_eq!(v("b64dec", &[s("aGVs\nbG8=")]), "hello");
+    assert_eq!(
+        v("b64dec", &[s("aGVsbG8=x")]),
+        "illegal base64 data at input byte 8"
+    );
+    assert_eq!(
+        v("b64dec", &[s("a===")]),
+        "illegal base64 data at input byte 1"
+    );
+    assert_eq!(
+        v("b32dec", &[s("NBSWY3D")]),
+        "illegal base32 data at input byte 0"
+    );
+    assert_eq!(
+        v("b32dec", &[s("NBSWY3DP====")]),
+        "illegal base32 data at input byte 8"
+    );
+    assert_eq!(
+        v("b32dec", &[s("nbswy3dp")]),
+        "illegal base32 data at input byte 0"
+    );
+    assert_eq!(v("adler32sum", &[s("hello")]), "103547413");
+    assert_eq!(
+        v("sha1sum", &[s("")]),
+        "da39a3ee5e6b4b0d3255bfef95601890afd80709"
+    );
+}
+
+#[test]
+fn regexes() {
+    assert_eq!(
+        v(
+            "regexReplaceAll",
+            &[s("(?P<w>\\w+)@(\\w+)"), s("a@b c@d"), s("${2}-$w-$1x-$$")]
+        ),
+        "b-a--$ d-c--$"
+    );
+    assert_eq!(
+        v(
+            "regexFindAll",
+            &[s("\\bfoo\\b"), s("foo foobar foo"), i(-1)]
+        ),
+        "[foo foo]"
+    );
+    assert_eq!(
+        v("regexSplit", &[s("\\s*,\\s*"), s("a , b,c"), i(2)]),
+        "[a b,c]"
+    );
+    assert_eq!(v("regexMatch", &[s("^[[:alpha:]]+$"), s("abc")]), "true");
+    assert_eq!(v("regexFindAll", &[s("."), s("héllo"), i(3)]), "[h é l]");
+    assert_eq!(v("regexFindAll", &[s("a*"), s("baaab"), i(-1)]), "[ aaa ]");
+    assert_eq!(
+        v("regexReplaceAll", &[s("a*"), s("baaac"), s("X")]),
+        "XbXcX"
+    );
+    assert_eq!(v("regexSplit", &[s(""), s("abc"), i(-1)]), "[a b c]");
+    assert_eq!(
+        err("mustRegexFind", &[s("*"), s("x")]),
+        "error parsing regexp: missing argument to repetition operator: `*`"
+    );
+    assert_eq!(
+        err("regexFind", &[s("a**"), s("x")]),
+        "regexp: Compile(`a**`): error parsing regexp: invalid nested repetition operator: `**`"
+    );
+    assert_eq!(v("mustRegexFind", &[s("^*"), s("x")]), "");
+}
+
+#[test]
+fn numbers() {
+    assert_eq!(v("toDecimal", &[s("0777")]), "511");
+    assert_eq!(v("toDecimal", &[i(777)]), "511");
+    assert_eq!(v("toDecimal", &[s("0o17")]), "0");
+    assert_eq!(v("int", &[s("1e3")]), "0");
+    assert_eq!(v("int64", &[s("  5")]), "0");
+    assert_eq!(v("float64", &[s("1_000.5")]), "1000.5");
+    assert_eq!(v("int", &[s("0b101")]), "5");
+    assert_eq!(v("int", &[s("-0x10")]), "-16");
+    assert_eq!(v("atoi", &[s("+5")]), "5");
+    assert_eq!(v("int", &[Value::Bool(true)]), "1");
+    assert_eq!(v("float64", &[s("Inf")]), "+Inf");
+    assert_eq!(v("int", &[s("1.0")]), "1");
+    assert_eq!(v("int64", &[f(1e19)]), "-9223372036854775808");
+    assert_eq!(v("round", &[f(2.5), i(0)]), "3");
+    assert_eq!(v("round", &[f(-2.5), i(0)]), "-3");
+    assert_eq!(v("round", &[f(1.2345), i(3), f(0.4)]), "1.235");
+    assert_eq!(v("round", &[i(12345), i(-2)]), "12300");
+    assert_eq!(v("round", &[f(2.675), i(2)]), "2.68");
+    assert_eq!(v("divf", &[i(10), i(4)]), "2.5");
+    assert_eq!(v("mulf", &[f(0.1), i(3)]), "0.3");
+    assert_eq!(v("subf", &[f(0.3), f(0.1)]), "0.2");
+    assert_eq!(v("divf", &[i(2), i(3)]), "0.6666666666666667");
+    assert_eq!(v("addf", &[f(1e20), i(1)]), "1e+20");
+    assert_eq!(v("addf", &[f(0.1), f(0.2)]), "0.3");
+    assert_eq!(v("maxf", &[i(1), n(), s("3")]), "3");
+    assert_eq!(v("minf", &[i(2)]), "2");
+    assert_eq!(v("add", &[f(0.5), f(0.5)]), "0");
+    assert_eq!(v("div", &[i(7), i(2)]), "3");
+    assert_eq!(v("int", &[s("010")]), "8");
+    assert_eq!(v("seq", &[i(1), i(2), i(10)]), "1 3 5 7 9");
+    assert_eq!(v("seq", &[i(10), i(-3), i(1)]), "10 7 4 1");
+    assert_eq!(v("seq", &[i(-1)]), "1 0 -1");
+    assert_eq!(v("seq", &[i(5), i(5)]), "5");
+    assert_eq!(v("seq", &[i(3)]), "1 2 3");
+    assert_eq!(v("until", &[i(0)]), "[]");
+    assert_eq!(v("until", &[i(3)]), "[0 1 2]");
+    assert_eq!(v("untilStep", &[i(5), i(0), i(-2)]), "[5 3 1]");
+    assert_eq!(v("untilStep", &[i(0), i(5), i(0)]), "[]");
+    assert_eq!(
+        err("div", &[i(1), i(0)]),
+        "runtime error: integer divide by zero"
+    );
+}
+
+#[test]
+fn paths_lists_dicts() {
+    assert_eq!(v("base", &[s("a/b/")]), "b");
+    assert_eq!(v("dir", &[s("a/b/")]), "a/b");
+    assert_eq!(v("clean", &[s("a/../../b")]), "../b");
+    assert_eq!(v("ext", &[s("x.tar.gz")]), ".gz");
+    assert_eq!(v("osBase", &[s("")]), ".");
+    assert_eq!(v("dir", &[s("")]), ".");
+    assert_eq!(v("clean", &[s("//a//b")]), "/a/b");
+    assert_eq!(
+        v("deepEqual", &[l(vec![i(1), i(2)]), l(vec![i(1), i(2)])]),
+        "true"
+    );
+    assert_eq!(
+        v("deepEqual", &[d(&[("a", i(1))]), d(&[("a", i(1))])]),
+        "true"
+    );
+    assert_eq!(v("deepEqual", &[i(1), f(1.0)]), "false");
+    assert_eq!(
+        err("first", &[n()]),
+        "runtime error: invalid memory address or nil pointer dereference"
+    );
+    assert_eq!(
+        err("first", &[s("abc")]),
+        "Cannot find first on type string"
+    );
+    assert_eq!(
+        err("chunk", &[i(0), l(vec![i(1), i(2)])]),
+        "runtime error: makeslice: len out of range"
+    );
+    assert_eq!(
+        err("concat", &[l(vec![i(1)]), n()]),
+        "runtime error: invalid memory address or nil pointer dereference"
+    );
+    assert_eq!(
+        err("slice", &[l(vec![i(1), i(2), i(3)]), i(2), i(1)]),
+        "reflect.Value.Slice: slice index out of bounds"
+    );
+    assert_eq!(
+        v("mergeOverwrite", &[d(&[("a", s("x"))]), d(&[("a", s(""))])]),
+        "map[a:]"
+    );
+    assert_eq!(
+        v(
+            "mergeOverwrite",
+            &[d(&[("a", l(vec![i(1)]))]), d(&[("a", l(vec![]))])]
+        ),
+        "map[a:[]]"
+    );
+    assert_eq!(
+        v(
+            "merge",
+            &[
+                d(&[("a", l(vec![i(1)]))]),
+                d(&[("a", l(vec![i(2)])), ("b", l(vec![i(3)]))])
+            ]
+        ),
+        "map[a:[1] b:[3]]"
+    );
+    assert_eq!(
+        v("merge", &[d(&[]), d(&[("a", l(vec![i(2)]))])]),
+        "map[a:[2]]"
+    );
+    assert_eq!(
+        v(
+            "merge",
+            &[
+                d(&[("a", Value::Bool(false)), ("b", s("")), ("d", s("keep"))]),
+                d(&[
+                    ("a", Value::Bool(true)),
+                    ("b", s("x")),
+                    ("d", s("new")),
+                    ("e", i(1))
+                ])
+            ]
+        ),
+        "map[a:true b:x d:keep e:1]"
+    );
+}
