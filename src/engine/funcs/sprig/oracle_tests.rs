@@ -562,3 +562,184 @@ fn paths_lists_dicts() {
         "map[a:true b:x d:keep e:1]"
     );
 }
+
+/// The values of the chart these cases ran against (`n` and `y` are YAML
+/// 1.1 booleans as keys, so `.Values.n` was missing: nil).
+fn values() -> Value {
+    d(&[
+        ("big", f(1000000.0)),
+        ("f", f(1.7)),
+        ("l", l(vec![f(1.0), f(2.5), s("a"), n(), Value::Bool(true)])),
+        ("m", d(&[("b", f(1.0)), ("a", d(&[("c", f(2.0))]))])),
+        ("e", d(&[])),
+        ("nested", d(&[("x", d(&[("true", f(1.0))]))])),
+        ("s", s("hello")),
+    ])
+}
+
+fn at(path: &str) -> Value {
+    let mut cur = values();
+    for k in path.split('.') {
+        cur = match &cur {
+            Value::Map(m) => m.get(k).unwrap_or_default(),
+            _ => Value::Nil,
+        };
+    }
+    cur
+}
+
+#[test]
+fn with_values() {
+    assert_eq!(v("join", &[s(","), at("l")]), "1,2.5,a,true");
+    assert_eq!(v("toStrings", &[at("l")]), "[1 2.5 a true]");
+    assert_eq!(v("sortAlpha", &[at("l")]), "[1 2.5 a true]");
+    assert_eq!(v("quote", &[at("f"), at("big")]), "\"1.7\" \"1e+06\"");
+    assert_eq!(v("toString", &[at("big")]), "1e+06");
+    assert_eq!(v("toString", &[at("l")]), "[1 2.5 a <nil> true]");
+    assert_eq!(v("squote", &[at("big")]), "'1e+06'");
+    assert_eq!(v("add1", &[at("f")]), "2");
+    assert_eq!(v("add", &[at("f"), at("n")]), "1");
+    assert_eq!(v("addf", &[at("f"), at("n")]), "1.7");
+    assert_eq!(v("mul", &[at("f"), i(2)]), "2");
+    assert_eq!(v("max", &[at("f"), i(1)]), "1");
+    assert_eq!(v("floor", &[at("f")]), "1");
+    assert_eq!(v("toDecimal", &[at("n")]), "0");
+    assert_eq!(v("int", &[at("big")]), "1000000");
+    assert_eq!(v("float64", &[at("n")]), "0");
+    assert_eq!(
+        v("toPrettyJson", &[at("m")]),
+        "{\n  \"a\": {\n    \"c\": 2\n  },\n  \"b\": 1\n}"
+    );
+    assert_eq!(v("dig", &[s("x"), s("y"), s("def"), at("nested")]), "def");
+    assert_eq!(v("dig", &[s("x"), s("true"), s("def"), at("nested")]), "1");
+    assert_eq!(v("pluck", &[s("a"), at("m"), at("nested")]), "[map[c:2]]");
+    assert_eq!(v("omit", &[at("m"), s("a")]), "map[b:1]");
+    assert_eq!(v("pick", &[at("m"), s("a")]), "map[a:map[c:2]]");
+    assert_eq!(v("has", &[f(1.0), at("l")]), "true");
+    assert_eq!(v("has", &[i(1), at("l")]), "false");
+    assert_eq!(v("without", &[at("l"), n(), f(1.0)]), "[2.5 a true]");
+    assert_eq!(v("first", &[at("l")]), "1");
+    assert_eq!(v("last", &[at("l")]), "true");
+    assert_eq!(v("rest", &[at("l")]), "[2.5 a <nil> true]");
+    assert_eq!(v("initial", &[at("l")]), "[1 2.5 a <nil>]");
+    assert_eq!(v("reverse", &[at("l")]), "[true <nil> a 2.5 1]");
+    assert_eq!(v("compact", &[at("l")]), "[1 2.5 a true]");
+    let twice = call("concat", &[at("l"), at("l")]).unwrap_or_default();
+    assert_eq!(v("uniq", &[twice]), "[1 2.5 a <nil> true]");
+    assert_eq!(v("empty", &[at("e")]), "true");
+    assert_eq!(v("empty", &[at("m")]), "false");
+    assert_eq!(v("coalesce", &[at("e"), at("zz"), at("s")]), "hello");
+    assert_eq!(v("default", &[s("d"), at("e")]), "d");
+    assert_eq!(v("all", &[at("s"), at("n")]), "false");
+    assert_eq!(v("any", &[at("e"), i(0)]), "false");
+}
+
+#[test]
+fn more_functions() {
+    assert_eq!(v("trimAll", &[s("$-"), s("$-a-$")]), "a");
+    assert_eq!(v("trimSuffix", &[s("-x"), s("a-x")]), "a");
+    assert_eq!(v("trimPrefix", &[s("x"), s("xxa")]), "xa");
+    assert_eq!(v("trim", &[s("  a\t\n")]), "a");
+    assert_eq!(v("b64enc", &[s("héllo")]), "aMOpbGxv");
+    assert_eq!(v("plural", &[s("one"), s("many"), i(0)]), "many");
+    assert_eq!(
+        v("regexReplaceAllLiteral", &[s("l+"), s("hello"), s("$1")]),
+        "he$1o"
+    );
+    assert_eq!(v("regexFind", &[s("[0-9]+"), s("abc123def456")]), "123");
+    assert_eq!(v("regexMatch", &[s("(?i)HELLO"), s("hello")]), "true");
+    assert_eq!(v("regexSplit", &[s(","), s("a,b,,c"), i(-1)]), "[a b  c]");
+    assert_eq!(v("mustRegexSplit", &[s("x"), s(""), i(1)]), "[]");
+    assert_eq!(v("regexFindAll", &[s("a"), s("aaa"), i(0)]), "[]");
+    assert_eq!(v("regexQuoteMeta", &[s("a.b*c[d]")]), "a\\.b\\*c\\[d\\]");
+    assert_eq!(v("toJson", &[l(vec![i(1), s("a")])]), "[1,\"a\"]");
+    assert_eq!(
+        v(
+            "toJson",
+            &[call("dict", &[s("a"), i(1), s("b")]).unwrap_or_default()]
+        ),
+        "{\"a\":1,\"b\":\"\"}"
+    );
+    assert_eq!(v("set", &[d(&[]), s("k"), s("v")]), "map[k:v]");
+    assert_eq!(
+        v("unset", &[d(&[("a", i(1)), ("b", i(2))]), s("a")]),
+        "map[b:2]"
+    );
+    assert_eq!(
+        v("chunk", &[i(2), l(vec![i(1), i(2), i(3), i(4), i(5)])]),
+        "[[1 2] [3 4] [5]]"
+    );
+    assert_eq!(
+        v("slice", &[l(vec![i(1), i(2), i(3), i(4)]), i(1), i(3)]),
+        "[2 3]"
+    );
+    assert!(call("slice", &[l(vec![])]).is_ok_and(|v| v.is_nil()));
+    assert_eq!(v("rest", &[l(vec![])]), "[]");
+    assert_eq!(v("toRawJson", &[s("\u{1}<")]), "\"\\u0001<\"");
+    assert_eq!(v("toPrettyJson", &[l(vec![])]), "[]");
+    assert_eq!(v("toPrettyJson", &[n()]), "null");
+    assert_eq!(
+        v(
+            "mergeOverwrite",
+            &[
+                d(&[("a", d(&[("b", i(1)), ("c", i(2))]))]),
+                d(&[("a", d(&[("b", i(3))]))]),
+                d(&[("d", n())])
+            ]
+        ),
+        "map[a:map[b:3 c:2] d:<nil>]"
+    );
+    assert_eq!(
+        v("merge", &[d(&[("a", n())]), d(&[("a", i(5))])]),
+        "map[a:5]"
+    );
+    assert_eq!(
+        v(
+            "merge",
+            &[d(&[("a", d(&[]))]), d(&[("a", d(&[("x", i(1))]))])]
+        ),
+        "map[a:map[x:1]]"
+    );
+    assert_eq!(
+        v(
+            "merge",
+            &[d(&[("a", s("s"))]), d(&[("a", d(&[("x", i(1))]))])]
+        ),
+        "map[a:s]"
+    );
+    assert_eq!(
+        v(
+            "mergeOverwrite",
+            &[d(&[("a", s("s"))]), d(&[("a", d(&[("x", i(1))]))])]
+        ),
+        "map[a:map[x:1]]"
+    );
+    assert_eq!(v("indent", &[i(2), s("a\nb\n")]), "  a\n  b\n  ");
+    assert_eq!(v("nindent", &[i(2), s("")]), "\n  ");
+    assert_eq!(v("cat", &[]), "");
+    assert_eq!(v("quote", &[]), "");
+    assert_eq!(v("join", &[s("-"), s("abc")]), "abc");
+    assert_eq!(v("join", &[s("-"), n()]), "");
+    assert_eq!(v("toStrings", &[s("x")]), "[x]");
+    assert_eq!(v("toStrings", &[n()]), "[]");
+    assert_eq!(
+        v("sha256sum", &[s("héllo")]),
+        "3c48591d8d098a4538f5e013dfcf406e948eac4d3277b10bf614e295d6068179"
+    );
+    assert_eq!(v("b32enc", &[s("héllo")]), "NDB2S3DMN4======");
+    assert_eq!(v("b32dec", &[s("NDB2S3DMN4======")]), "héllo");
+    let cmp = |c: &str, ver: &str| v("semverCompare", &[s(c), s(ver)]);
+    assert_eq!(cmp(">=1.2.3", "v1.2.3"), "true");
+    assert_eq!(cmp("~0", "0.9.9"), "true");
+    assert_eq!(cmp("^1.2.3-beta", "1.2.3-beta.2"), "true");
+    assert_eq!(cmp(">= 1.2, < 1.3", "1.2.99"), "true");
+    assert_eq!(cmp("1.2.3", "1.2.3+meta"), "true");
+    assert_eq!(cmp("=1.2.3-alpha", "1.2.3-alpha"), "true");
+    assert_eq!(cmp("<=1.2.3-0", "1.2.3-alpha"), "false");
+    assert_eq!(cmp("~1.2.3-beta.2", "1.2.4-beta.1"), "true");
+    assert_eq!(cmp("> 1.0 < 2.0", "1.5"), "true");
+    assert_eq!(cmp("1.x || >=3.0", "2.0.0"), "false");
+    assert_eq!(v("getHostByName", &[s("localhost")]), "");
+    assert_eq!(v("hello", &[]), "Hello!");
+    assert_eq!(v("kindOf", &[f(1.5)]), "float64");
+}
