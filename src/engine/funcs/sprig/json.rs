@@ -96,19 +96,15 @@ fn encode(
             }
             out.push('}');
         }
-        Value::Object(o) => {
-            // `*semver.Version` marshals as its String(); other objects are
-            // encoded as their printed form.
-            let mut s = String::new();
-            if let Some(ver) = o.as_any().downcast_ref::<super::semver::Version>() {
-                s = ver.to_string();
-            } else if let Some(ver) = o.as_any().downcast_ref::<super::semver::VersionValue>() {
-                s = ver.0.to_string();
-            } else {
+        Value::Object(o) => match o.json_value() {
+            // Struct fields or a MarshalJSON result, as the object describes them.
+            Some(jv) => encode(&jv, html, indent, depth, out)?,
+            None => {
+                let mut s = String::new();
                 fmt_v(v, &mut s);
+                encode_string(&s, html, out);
             }
-            encode_string(&s, html, out);
-        }
+        },
     }
     Ok(())
 }

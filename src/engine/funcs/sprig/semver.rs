@@ -265,6 +265,9 @@ impl Object for VersionValue {
     fn fmt_v(&self, out: &mut String) {
         out.push_str(&self.0.to_string());
     }
+    fn json_value(&self) -> Option<Value> {
+        Some(Value::string(self.0.to_string()))
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -384,6 +387,10 @@ impl Object for Version {
     fn fmt_v(&self, out: &mut String) {
         // Version has a value-receiver String(), so %v prints it.
         out.push_str(&self.to_string());
+    }
+    fn json_value(&self) -> Option<Value> {
+        // MarshalJSON: the String() form.
+        Some(Value::string(self.to_string()))
     }
     fn as_any(&self) -> &dyn Any {
         self
