@@ -316,7 +316,7 @@ fn decimal_op(first: &Value, rest: &[Value], op: Op) -> FuncResult {
 }
 
 fn op_is_div_by_zero(xs: &[f64], op: Op) -> bool {
-    matches!(op, Op::Div) && xs.iter().any(|x| *x == 0.0)
+    matches!(op, Op::Div) && xs.contains(&0.0)
 }
 
 fn exact_decimal_op(fa: f64, xs: &[f64], op: Op) -> Option<f64> {
