@@ -19,7 +19,7 @@ use crate::engine::value::{Entries, Value};
 /// is Go's (`json: unsupported value: NaN`).
 pub fn to_json(v: &Value, escape_html: bool, indent: &str) -> Result<String, String> {
     let mut out = String::new();
-    encode(v, escape_html, indent, 0, &mut out)?;
+    encode(v, escape_html, indent, 0, &mut Vec::new(), &mut out)?;
     Ok(out)
 }
 
@@ -30,11 +30,46 @@ fn newline(indent: &str, depth: usize, out: &mut String) {
     }
 }
 
+/// The identity of a map or slice, for cycle detection.
+fn container_ptr(v: &Value) -> Option<*const ()> {
+    match v {
+        Value::List(l) => Some(Rc::as_ptr(l).cast()),
+        Value::Map(m) => Some(Rc::as_ptr(m).cast()),
+        _ => None,
+    }
+}
+
 fn encode(
     v: &Value,
     html: bool,
     indent: &str,
     depth: usize,
+    ancestors: &mut Vec<*const ()>,
+    out: &mut String,
+) -> Result<(), String> {
+    let Some(p) = container_ptr(v) else {
+        return encode_inner(v, html, indent, depth, ancestors, out);
+    };
+    if ancestors.contains(&p) {
+        // A map or slice containing itself (`set $d "self" $d`): Go detects
+        // the pointer cycle (after 1000 levels) with this error.
+        return Err(format!(
+            "json: unsupported value: encountered a cycle via {}",
+            v.type_name()
+        ));
+    }
+    ancestors.push(p);
+    let r = encode_inner(v, html, indent, depth, ancestors, out);
+    ancestors.pop();
+    r
+}
+
+fn encode_inner(
+    v: &Value,
+    html: bool,
+    indent: &str,
+    depth: usize,
+    ancestors: &mut Vec<*const ()>,
     out: &mut String,
 ) -> Result<(), String> {
     match v {
@@ -63,7 +98,7 @@ fn encode(
                 if !indent.is_empty() {
                     newline(indent, depth + 1, out);
                 }
-                encode(item, html, indent, depth + 1, out)?;
+                encode(item, html, indent, depth + 1, ancestors, out)?;
             }
             if !indent.is_empty() {
                 newline(indent, depth, out);
@@ -89,7 +124,7 @@ fn encode(
                 if !indent.is_empty() {
                     out.push(' ');
                 }
-                encode(item, html, indent, depth + 1, out)?;
+                encode(item, html, indent, depth + 1, ancestors, out)?;
             }
             if !indent.is_empty() {
                 newline(indent, depth, out);
@@ -98,7 +133,7 @@ fn encode(
         }
         Value::Object(o) => match o.json_value() {
             // Struct fields or a MarshalJSON result, as the object describes them.
-            Some(jv) => encode(&jv, html, indent, depth, out)?,
+            Some(jv) => encode(&jv, html, indent, depth, ancestors, out)?,
             None => {
                 let mut s = String::new();
                 fmt_v(v, &mut s);
@@ -108,6 +143,9 @@ fn encode(
     }
     Ok(())
 }
+
+/// Go's `maxNestingDepth` for decoding.
+const MAX_DECODE_DEPTH: usize = 10000;
 
 /// Go's `floatEncoder` for float64.
 fn encode_float(f: f64, out: &mut String) -> Result<(), String> {
@@ -171,6 +209,7 @@ pub fn from_json(s: &str) -> Result<Value, String> {
     let mut p = Parser {
         b: s.as_bytes(),
         pos: 0,
+        depth: 0,
     };
     p.ws();
     let v = p.value()?;
@@ -184,6 +223,7 @@ pub fn from_json(s: &str) -> Result<Value, String> {
 struct Parser<'a> {
     b: &'a [u8],
     pos: usize,
+    depth: usize,
 }
 
 const EOF: &str = "unexpected end of JSON input";
@@ -225,8 +265,21 @@ impl Parser<'_> {
     fn value(&mut self) -> Result<Value, String> {
         match self.peek() {
             None => Err(EOF.into()),
-            Some(b'{') => self.object(),
-            Some(b'[') => self.array(),
+            Some(b'{' | b'[') if self.depth >= MAX_DECODE_DEPTH => {
+                Err(self.invalid("exceeded max depth"))
+            }
+            Some(b'{') => {
+                self.depth += 1;
+                let v = self.object();
+                self.depth -= 1;
+                v
+            }
+            Some(b'[') => {
+                self.depth += 1;
+                let v = self.array();
+                self.depth -= 1;
+                v
+            }
             Some(b'"') => Ok(Value::string(self.string()?)),
             Some(b't') => self.literal("true", Value::Bool(true)),
             Some(b'f') => self.literal("false", Value::Bool(false)),
@@ -531,6 +584,28 @@ mod tests {
             from_json("-x").unwrap_err(),
             "invalid character 'x' in numeric literal"
         );
+    }
+
+    #[test]
+    fn cycles_and_depth() {
+        let m = Value::empty_map();
+        if let Value::Map(inner) = &m {
+            inner.insert("self", m.clone());
+        }
+        assert_eq!(
+            to_json(&m, true, "").unwrap_err(),
+            "json: unsupported value: encountered a cycle via map[string]interface {}"
+        );
+        if let Value::Map(inner) = &m {
+            inner.remove("self");
+        }
+        // Go's nesting limit; run with a main-thread-sized stack.
+        let t = std::thread::Builder::new().stack_size(64 << 20).spawn(|| {
+            let deep = "[".repeat(10001);
+            from_json(&deep).unwrap_err()
+        });
+        let msg = t.ok().and_then(|h| h.join().ok()).unwrap_or_default();
+        assert_eq!(msg, "invalid character '[' exceeded max depth");
     }
 
     #[test]

@@ -13,6 +13,9 @@
 //! patterns are mapped to Go's codes (`missing closing )`, …) but the quoted
 //! fragment may differ from Go's for complex patterns.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use regex::Regex;
 
 use super::conv::string_list;
@@ -97,10 +100,25 @@ pub const FUNCS: &[FuncDef] = &[
     }),
 ];
 
-/// Go's `regexp.Compile`, with Go-style error text.
+/// Go's `regexp.Compile`, with Go-style error text. Compiled patterns are
+/// cached per thread: charts call `regexReplaceAll` inside loops.
 pub fn compile(expr: &str) -> Result<Regex, String> {
+    thread_local! {
+        static CACHE: RefCell<HashMap<String, Regex>> = RefCell::new(HashMap::new());
+    }
+    if let Some(re) = CACHE.with(|c| c.borrow().get(expr).cloned()) {
+        return Ok(re);
+    }
     let translated = translate(expr)?;
-    Regex::new(&translated).map_err(|_| go_error(expr, &translated))
+    let re = Regex::new(&translated).map_err(|_| go_error(expr, &translated))?;
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= 512 {
+            c.clear();
+        }
+        c.insert(expr.to_string(), re.clone());
+    });
+    Ok(re)
 }
 
 /// regexp's `quote`: backquoted when `strconv.CanBackquote` allows it.
