@@ -155,10 +155,8 @@ fn merge_all(a: &[Value], overwrite: bool) -> FuncResult {
         let d = match as_map(&dst) {
             Some(d) => d,
             None => {
-                if s.is_empty() {
-                    continue;
-                }
-                // mergo makes a new map for a nil destination.
+                // mergo makes a new map for a nil destination (even when
+                // the source is empty but not nil).
                 dst = Value::empty_map();
                 match as_map(&dst) {
                     Some(d) => d,
@@ -344,6 +342,8 @@ mod tests {
             v("mergeOverwrite", &[d(&[("a", s("x"))]), d(&[("a", s(""))])]),
             "map[a:]"
         );
+        assert_eq!(v("merge", &[Value::Nil, d(&[])]), "map[]");
+        assert_eq!(v("merge", &[Value::Nil, d(&[("a", i(1))])]), "map[a:1]");
         let Ok(Value::Map(_)) = call("merge", &[d(&[]), d(&[("k", i(1))])]) else {
             panic!()
         };
