@@ -743,3 +743,14 @@ fn more_functions() {
     assert_eq!(v("hello", &[]), "Hello!");
     assert_eq!(v("kindOf", &[f(1.5)]), "float64");
 }
+
+#[test]
+fn replacement_templates() {
+    let r = |pat: &str, repl: &str| v("regexReplaceAll", &[s(pat), s("xax"), s(repl)]);
+    assert_eq!(r("(a)", "[${1]"), "x[${1]x");
+    assert_eq!(r("(a)", "[$ ]"), "x[$ ]x");
+    assert_eq!(r("(a)", "[${}]"), "x[${}]x");
+    assert_eq!(r("(a)", "[$1$2$10]"), "x[a]x");
+    assert_eq!(r("(?P<n>a)", "[${n}$n_]"), "x[a]x");
+    assert_eq!(r("(a)", "[$"), "x[$x");
+}

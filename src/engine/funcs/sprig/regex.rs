@@ -437,9 +437,7 @@ fn replace_all(re: &Regex, src: &str, repl: &str, expand: bool) -> String {
         buf.push_str(&src[last_end..ms]);
         if me > last_end || ms == 0 {
             if expand {
-                if let Some(caps) = re.captures_at(src, search) {
-                    caps.expand(repl, &mut buf);
-                }
+                go_expand(re, &mut buf, repl, src, &locs);
             } else {
                 buf.push_str(repl);
             }
@@ -456,6 +454,77 @@ fn replace_all(re: &Regex, src: &str, repl: &str, expand: bool) -> String {
     }
     buf.push_str(&src[last_end.min(src.len())..]);
     buf
+}
+
+/// Go's `Regexp.expand`: `$1`, `$name`, `${name}`, `$$`; a malformed
+/// reference is copied literally and an unknown group expands to nothing.
+fn go_expand(
+    re: &Regex,
+    dst: &mut String,
+    template: &str,
+    src: &str,
+    locs: &regex::CaptureLocations,
+) {
+    let mut t = template;
+    while let Some(at) = t.find('$') {
+        dst.push_str(&t[..at]);
+        t = &t[at + 1..];
+        if let Some(rest) = t.strip_prefix('$') {
+            dst.push('$');
+            t = rest;
+            continue;
+        }
+        let Some((name, num, rest)) = extract(t) else {
+            dst.push('$');
+            continue;
+        };
+        t = rest;
+        let group = match num {
+            Some(n) => Some(n),
+            None => re.capture_names().position(|g| g == Some(name)),
+        };
+        if let Some((b, e)) = group.and_then(|g| locs.get(g)) {
+            dst.push_str(&src[b..e]);
+        }
+    }
+    dst.push_str(t);
+}
+
+/// Go's `extract`: the group reference at the start of `s` (after `$`):
+/// its name, its number if it is one, and the rest of the template.
+fn extract(s: &str) -> Option<(&str, Option<usize>, &str)> {
+    let (brace, body) = match s.strip_prefix('{') {
+        Some(b) => (true, b),
+        None => (false, s),
+    };
+    let len: usize = body
+        .chars()
+        .take_while(|&c| {
+            super::gounicode::is_letter(c) || super::gounicode::is_digit(c) || c == '_'
+        })
+        .map(char::len_utf8)
+        .sum();
+    if len == 0 {
+        return None;
+    }
+    let name = &body[..len];
+    let mut rest = &body[len..];
+    if brace {
+        rest = rest.strip_prefix('}')?;
+    }
+    let mut num: Option<usize> = Some(0);
+    for c in name.bytes() {
+        num = match num {
+            Some(n) if c.is_ascii_digit() && n < 100_000_000 => {
+                Some(n * 10 + usize::from(c - b'0'))
+            }
+            _ => None,
+        };
+    }
+    if name.starts_with('0') && name.len() > 1 {
+        num = None;
+    }
+    Some((name, num, rest))
 }
 
 /// Go's `regexp.QuoteMeta`.
