@@ -220,6 +220,20 @@ pub fn from_json(s: &str) -> Result<Value, String> {
     Ok(v)
 }
 
+/// The JSON kind of a decoded value as Go's `UnmarshalTypeError` names it
+/// ("json: cannot unmarshal array into Go value of type map[string]interface
+/// {}", which Helm's `fromJson` reports for non-objects).
+pub fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Nil => "null",
+        Value::Bool(_) => "bool",
+        Value::Int(_) | Value::I64(_) | Value::U64(_) | Value::Float(_) => "number",
+        Value::Str(_) | Value::Bytes(_) => "string",
+        Value::List(_) => "array",
+        Value::Map(_) | Value::Object(_) => "object",
+    }
+}
+
 struct Parser<'a> {
     b: &'a [u8],
     pos: usize,

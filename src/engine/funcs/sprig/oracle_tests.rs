@@ -754,3 +754,20 @@ fn replacement_templates() {
     assert_eq!(r("(?P<n>a)", "[${n}$n_]"), "x[a]x");
     assert_eq!(r("(a)", "[$"), "x[$x");
 }
+
+#[test]
+fn unicode_simple_case_mapping() {
+    let one = |f: &str, x: &str| v(f, &[s(x)]);
+    assert_eq!(one("upper", "ა"), "\u{1c90}");
+    assert_eq!(one("title", "ა"), "ა");
+    assert_eq!(one("lower", "\u{1c90}"), "ა");
+    assert_eq!(one("upper", "ﬀ"), "ﬀ");
+    assert_eq!(one("upper", "ᾳ"), "\u{1fbc}");
+    assert_eq!(one("title", "ᾳ"), "\u{1fbc}");
+    assert_eq!(one("upper", "ŉ"), "ŉ");
+    assert_eq!(one("lower", "İ"), "i");
+    assert_eq!(one("upper", "ı"), "I");
+    assert_eq!(one("lower", "\u{212a}"), "k");
+    assert_eq!(one("upper", "ǅ"), "Ǆ");
+    assert_eq!(one("lower", "ǅ"), "ǆ");
+}
