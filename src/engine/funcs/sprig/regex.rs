@@ -161,6 +161,7 @@ fn go_error(orig: &str, translated: &str) -> String {
             translated.get(span.start.offset..).unwrap_or(orig),
         ),
         K::ClassRangeInvalid => err("invalid character class range", frag),
+        K::UnsupportedBackreference => err("invalid escape sequence", frag),
         K::EscapeUnrecognized
         | K::EscapeUnexpectedEof
         | K::EscapeHexInvalid
@@ -231,6 +232,7 @@ fn translate(expr: &str) -> Result<String, String> {
                     };
                     i += 1;
                     match n {
+                        '0'..='7' if octal_escape(&chars, &mut i, &mut out) => {}
                         'd' => out.push_str("0-9"),
                         'w' => out.push_str("0-9A-Za-z_"),
                         's' => out.push_str("\\t\\n\\f\\r "),
@@ -315,6 +317,7 @@ fn translate(expr: &str) -> Result<String, String> {
                     'S' => out.push_str("[^\\t\\n\\f\\r ]"),
                     'b' => out.push_str("(?-u:\\b)"),
                     'B' => out.push_str("(?-u:\\B)"),
+                    '0'..='7' if octal_escape(&chars, &mut i, &mut out) => {}
                     'Q' => {
                         let rest: String = chars[i + 1..].iter().collect();
                         let (lit, consumed) = match rest.find("\\E") {
@@ -336,6 +339,27 @@ fn translate(expr: &str) -> Result<String, String> {
         i += 1;
     }
     Ok(out)
+}
+
+/// Go's octal escapes: `\0`, `\0NN`, `\NNN` (a lone `\1`…`\7` is a
+/// backreference, which Go rejects). `chars[*i]` is the first digit; on
+/// success the escape is written as `\x{…}` and `*i` left on its last digit.
+fn octal_escape(chars: &[char], i: &mut usize, out: &mut String) -> bool {
+    let first = chars[*i];
+    let is_oct = |c: Option<&char>| c.is_some_and(|c| ('0'..='7').contains(c));
+    if first != '0' && !is_oct(chars.get(*i + 1)) {
+        return false;
+    }
+    let mut r = first as u32 - '0' as u32;
+    for _ in 1..3 {
+        if !is_oct(chars.get(*i + 1)) {
+            break;
+        }
+        *i += 1;
+        r = r * 8 + (chars[*i] as u32 - '0' as u32);
+    }
+    out.push_str(&format!("\\x{{{r:x}}}"));
+    true
 }
 
 /// Whether `{…` starts a valid Go repeat count `{n}`, `{n,}`, `{n,m}`;
@@ -552,6 +576,12 @@ mod tests {
         assert_eq!(v("regexMatch", &[s("[[]"), s("[")]), "true");
         assert_eq!(v("regexMatch", &[s("\\Qa.b\\E"), s("a.b")]), "true");
         assert_eq!(v("regexMatch", &[s("x{"), s("x{")]), "true");
+        assert_eq!(v("regexMatch", &[s("^\\101\\0$"), s("A\0")]), "true");
+        assert_eq!(v("regexMatch", &[s("[\\060-\\071]"), s("5")]), "true");
+        assert_eq!(
+            err("mustRegexMatch", &[s("\\1"), s("x")]),
+            "error parsing regexp: invalid escape sequence: `\\1`"
+        );
     }
 
     #[test]
