@@ -87,6 +87,11 @@ pub(crate) fn arg_int(args: &[Value], i: usize) -> i64 {
     }
 }
 
+/// The arguments after the first (the variadic rest of `f(a, rest...)`).
+pub(crate) fn tail(args: &[Value]) -> &[Value] {
+    args.get(1..).unwrap_or(&[])
+}
+
 /// Argument `i` as an `interface {}` (nil when absent).
 pub(crate) fn arg(args: &[Value], i: usize) -> Value {
     args.get(i).cloned().unwrap_or(Value::Nil)

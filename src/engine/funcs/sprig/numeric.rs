@@ -13,7 +13,7 @@ use std::str::FromStr;
 use rust_decimal::{Decimal, RoundingStrategy};
 
 use super::conv::{ParseIntError, atoi, int_list, parse_int, to_float64, to_int, to_int64};
-use super::{arg, arg_int, arg_str, def, defv};
+use super::{arg, arg_int, arg_str, def, defv, tail};
 use crate::engine::funcs::{Env, FuncDef, FuncResult, Param};
 use crate::engine::gofmt::to_string_v;
 use crate::engine::value::Value;
@@ -80,7 +80,7 @@ pub const FUNCS: &[FuncDef] = &[
     }),
     defv("mul", &[Any], Any, |_, a| {
         Ok(Value::I64(
-            a[1..]
+            tail(a)
                 .iter()
                 .fold(to_int64(&arg(a, 0)), |acc, v| acc.wrapping_mul(to_int64(v))),
         ))
@@ -92,19 +92,19 @@ pub const FUNCS: &[FuncDef] = &[
         decimal_op(&Value::Float(0.0), a, Op::Add)
     }),
     defv("subf", &[Any], Any, |_, a| {
-        decimal_op(&arg(a, 0), &a[1..], Op::Sub)
+        decimal_op(&arg(a, 0), tail(a), Op::Sub)
     }),
     defv("divf", &[Any], Any, |_, a| {
-        decimal_op(&arg(a, 0), &a[1..], Op::Div)
+        decimal_op(&arg(a, 0), tail(a), Op::Div)
     }),
     defv("mulf", &[Any], Any, |_, a| {
-        decimal_op(&arg(a, 0), &a[1..], Op::Mul)
+        decimal_op(&arg(a, 0), tail(a), Op::Mul)
     }),
     defv("biggest", &[Any], Any, max),
     defv("max", &[Any], Any, max),
     defv("min", &[Any], Any, |_, a| {
         Ok(Value::I64(
-            a[1..]
+            tail(a)
                 .iter()
                 .map(to_int64)
                 .fold(to_int64(&arg(a, 0)), i64::min),
@@ -112,7 +112,7 @@ pub const FUNCS: &[FuncDef] = &[
     }),
     defv("maxf", &[Any], Any, |_, a| {
         Ok(Value::Float(
-            a[1..]
+            tail(a)
                 .iter()
                 .map(to_float64)
                 .fold(to_float64(&arg(a, 0)), go_max),
@@ -120,7 +120,7 @@ pub const FUNCS: &[FuncDef] = &[
     }),
     defv("minf", &[Any], Any, |_, a| {
         Ok(Value::Float(
-            a[1..]
+            tail(a)
                 .iter()
                 .map(to_float64)
                 .fold(to_float64(&arg(a, 0)), go_min),
@@ -137,7 +137,7 @@ pub const FUNCS: &[FuncDef] = &[
 
 fn max(_: &Env, a: &[Value]) -> FuncResult {
     Ok(Value::I64(
-        a[1..]
+        tail(a)
             .iter()
             .map(to_int64)
             .fold(to_int64(&arg(a, 0)), i64::max),
