@@ -771,3 +771,27 @@ fn unicode_simple_case_mapping() {
     assert_eq!(one("upper", "ǅ"), "Ǆ");
     assert_eq!(one("lower", "ǅ"), "ǆ");
 }
+
+#[test]
+fn string_edge_cases() {
+    assert_eq!(v("abbrev", &[i(3), s("abcdef")]), "abcdef");
+    assert_eq!(v("trunc", &[i(0), s("abc")]), "");
+    assert_eq!(v("substr", &[i(0), i(0), s("abc")]), "");
+    assert_eq!(v("wrap", &[i(0), s("a b")]), "a\nb");
+    assert_eq!(v("wrapWith", &[i(0), s(""), s("ab cd")]), "a\nb\nc\nd");
+    assert_eq!(v("wrap", &[i(4), s("  ab  cd  ")]), "ab \ncd  ");
+    assert_eq!(v("initials", &[s("  a  b ")]), "ab");
+    assert_eq!(v("nospace", &[s("")]), "");
+    assert_eq!(v("swapcase", &[s("")]), "");
+    assert_eq!(v("title", &[s("")]), "");
+    assert_eq!(v("snakecase", &[s("")]), "");
+    assert_eq!(v("camelcase", &[s("-")]), "--");
+    assert_eq!(v("kebabcase", &[s("A")]), "a");
+    assert_eq!(v("snakecase", &[s("ABC")]), "abc");
+    assert_eq!(v("snakecase", &[s("aB")]), "a_b");
+    assert_eq!(v("snakecase", &[s("a1B2")]), "a1_b2");
+    assert_eq!(v("snakecase", &[s("Hello, World!")]), "hello,_world!");
+    assert_eq!(v("kebabcase", &[s("foo--bar")]), "foo--bar");
+    assert_eq!(v("camelcase", &[s("foo--bar")]), "Foo-Bar");
+    assert_eq!(v("camelcase", &[s("foo bar_")]), "FooBar_");
+}
