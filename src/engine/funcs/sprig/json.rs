@@ -265,6 +265,16 @@ impl Parser<'_> {
         }
     }
 
+    /// The error for the character at `pos` in a state where the input may
+    /// not end: Go's scanner feeds a space at end of input, so a truncated
+    /// number, literal or escape reports `invalid character ' ' …`.
+    fn invalid_at_eof_too(&self, context: &str) -> String {
+        if self.pos >= self.b.len() {
+            return format!("invalid character ' ' {context}");
+        }
+        self.invalid(context)
+    }
+
     /// "invalid character X CONTEXT" for the character at `pos`, or the
     /// end-of-input error.
     fn invalid(&self, context: &str) -> String {
@@ -308,13 +318,12 @@ impl Parser<'_> {
         for expect in word.bytes().skip(1) {
             match self.peek() {
                 Some(c) if c == expect => self.pos += 1,
-                Some(_) => {
-                    return Err(self.invalid(&format!(
+                _ => {
+                    return Err(self.invalid_at_eof_too(&format!(
                         "in literal {word} (expecting {})",
                         quote_char(expect as char)
                     )));
                 }
-                None => return Err(EOF.into()),
             }
         }
         Ok(v)
@@ -326,8 +335,7 @@ impl Parser<'_> {
             self.pos += 1;
             match self.peek() {
                 Some(b'0'..=b'9') => {}
-                None => return Err(EOF.into()),
-                Some(_) => return Err(self.invalid("in numeric literal")),
+                _ => return Err(self.invalid_at_eof_too("in numeric literal")),
             }
         }
         if self.peek() == Some(b'0') {
@@ -341,8 +349,7 @@ impl Parser<'_> {
             self.pos += 1;
             match self.peek() {
                 Some(b'0'..=b'9') => {}
-                None => return Err(EOF.into()),
-                Some(_) => return Err(self.invalid("after decimal point in numeric literal")),
+                _ => return Err(self.invalid_at_eof_too("after decimal point in numeric literal")),
             }
             while let Some(b'0'..=b'9') = self.peek() {
                 self.pos += 1;
@@ -355,8 +362,7 @@ impl Parser<'_> {
             }
             match self.peek() {
                 Some(b'0'..=b'9') => {}
-                None => return Err(EOF.into()),
-                Some(_) => return Err(self.invalid("in exponent of numeric literal")),
+                _ => return Err(self.invalid_at_eof_too("in exponent of numeric literal")),
             }
             while let Some(b'0'..=b'9') = self.peek() {
                 self.pos += 1;
@@ -386,7 +392,7 @@ impl Parser<'_> {
                 b'\\' => {
                     self.pos += 1;
                     let Some(e) = self.peek() else {
-                        return Err(EOF.into());
+                        return Err(self.invalid_at_eof_too("in string escape code"));
                     };
                     self.pos += 1;
                     match e {
@@ -448,8 +454,7 @@ impl Parser<'_> {
                     r = r * 16 + (c as char).to_digit(16).unwrap_or(0);
                     self.pos += 1;
                 }
-                Some(_) => return Err(self.invalid("in \\u hexadecimal character escape")),
-                None => return Err(EOF.into()),
+                _ => return Err(self.invalid_at_eof_too("in \\u hexadecimal character escape")),
             }
         }
         Ok(r)
@@ -582,9 +587,60 @@ mod tests {
             from_json("01").unwrap_err(),
             "invalid character '1' after top-level value"
         );
+        // Go's scanner feeds a space at end of input.
         assert_eq!(
             from_json("tru").unwrap_err(),
+            "invalid character ' ' in literal true (expecting 'e')"
+        );
+        assert_eq!(
+            from_json("[1,]").unwrap_err(),
+            "invalid character ']' looking for beginning of value"
+        );
+        assert_eq!(
+            from_json(r#"{"a":1,}"#).unwrap_err(),
+            "invalid character '}' looking for beginning of object key string"
+        );
+        assert_eq!(
+            from_json("1.").unwrap_err(),
+            "invalid character ' ' after decimal point in numeric literal"
+        );
+        assert_eq!(
+            from_json("-").unwrap_err(),
+            "invalid character ' ' in numeric literal"
+        );
+        assert_eq!(
+            from_json("nul").unwrap_err(),
+            "invalid character ' ' in literal null (expecting 'l')"
+        );
+        assert_eq!(
+            from_json("nulx").unwrap_err(),
+            "invalid character 'x' in literal null (expecting 'l')"
+        );
+        assert_eq!(
+            from_json(r#""\u12""#).unwrap_err(),
+            r#"invalid character '"' in \u hexadecimal character escape"#
+        );
+        assert_eq!(
+            from_json(r#""\"#).unwrap_err(),
+            "invalid character ' ' in string escape code"
+        );
+        assert_eq!(
+            from_json("\"a").unwrap_err(),
             "unexpected end of JSON input"
+        );
+        assert_eq!(
+            from_json(r#"{"a" : 1} x"#).unwrap_err(),
+            "invalid character 'x' after top-level value"
+        );
+        assert_eq!(from_json(" ").unwrap_err(), "unexpected end of JSON input");
+        assert_eq!(
+            from_json("1e400").unwrap_err(),
+            "json: cannot unmarshal number 1e400 into Go value of type float64"
+        );
+        let v = from_json(r#"["\ud83d\ude00", "\ud800", 1E2, -0, 0.5e-3]"#).unwrap_or_default();
+        assert_eq!(
+            to_json(&v, true, "").unwrap_or_default(),
+            "[\"😀\",\"\u{fffd}\",100,-0,0.0005]"
         );
         assert_eq!(
             from_json("trux").unwrap_err(),

@@ -795,3 +795,23 @@ fn string_edge_cases() {
     assert_eq!(v("camelcase", &[s("foo--bar")]), "Foo-Bar");
     assert_eq!(v("camelcase", &[s("foo bar_")]), "FooBar_");
 }
+
+#[test]
+fn json_numbers_and_joins() {
+    assert_eq!(
+        v(
+            "toJson",
+            &[l(vec![
+                f(-0.0),
+                f(1e-6),
+                i(123456789012345678),
+                f(0.1),
+                i(100),
+                f(1e100)
+            ])]
+        ),
+        "[-0,0.000001,123456789012345678,0.1,100,1e+100]"
+    );
+    assert_eq!(v("join", &[s(","), d(&[("a", i(1))])]), "map[a:1]");
+    assert_eq!(v("toJson", &[d(&[("z", s("éé\t"))])]), "{\"z\":\"éé\\t\"}");
+}
