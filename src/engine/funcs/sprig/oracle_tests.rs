@@ -815,3 +815,92 @@ fn json_numbers_and_joins() {
     assert_eq!(v("join", &[s(","), d(&[("a", i(1))])]), "map[a:1]");
     assert_eq!(v("toJson", &[d(&[("z", s("éé\t"))])]), "{\"z\":\"éé\\t\"}");
 }
+
+#[test]
+fn url_edge_cases() {
+    let p = |u: &str| v("toJson", &[call("urlParse", &[s(u)]).unwrap_or_default()]);
+    let obj = |frag: &str,
+               host: &str,
+               hostname: &str,
+               path: &str,
+               query: &str,
+               scheme: &str,
+               user: &str| {
+        format!(
+            "{{\"fragment\":\"{frag}\",\"host\":\"{host}\",\"hostname\":\"{hostname}\",\"opaque\":\"\",\"path\":\"{path}\",\"query\":\"{query}\",\"scheme\":\"{scheme}\",\"userinfo\":\"{user}\"}}"
+        )
+    };
+    assert_eq!(p("//host/p"), obj("", "host", "host", "/p", "", "", ""));
+    assert_eq!(p("http:/x"), obj("", "", "", "/x", "", "http", ""));
+    assert_eq!(p("http://u@h"), obj("", "h", "h", "", "", "http", "u"));
+    assert_eq!(
+        p("HTTP://H/é?q=é#é"),
+        obj("é", "H", "H", "/é", "q=é", "http", "")
+    );
+    assert_eq!(
+        p("http://[::1]/"),
+        obj("", "[::1]", "::1", "/", "", "http", "")
+    );
+    assert_eq!(p("x?"), obj("", "", "", "x", "", "", ""));
+    assert_eq!(p(""), obj("", "", "", "", "", "", ""));
+    assert_eq!(
+        v("urlParse", &[s("a/b:c")]),
+        "map[fragment: host: hostname: opaque: path:a/b:c query: scheme: userinfo:]"
+    );
+    let e = |u: &str| err("urlParse", &[s(u)]);
+    assert_eq!(
+        e("http://h/%zz"),
+        "unable to parse url: parse \"http://h/%zz\": invalid URL escape \"%zz\""
+    );
+    assert_eq!(
+        e("http://h%41/"),
+        "unable to parse url: parse \"http://h%41/\": invalid URL escape \"%41\""
+    );
+    assert_eq!(
+        e("http://a b/"),
+        "unable to parse url: parse \"http://a b/\": invalid character \" \" in host name"
+    );
+    assert_eq!(
+        e("http://h/\t"),
+        "unable to parse url: parse \"http://h/\\t\": net/url: invalid control character in URL"
+    );
+    let j = |pairs: &[(&str, Value)]| v("urlJoin", &[d(pairs)]);
+    assert_eq!(
+        j(&[
+            ("scheme", s("http")),
+            ("host", s("h")),
+            ("userinfo", s("a:c"))
+        ]),
+        "http://a:c@h"
+    );
+    assert_eq!(j(&[("host", s("h")), ("path", s("p"))]), "//h/p");
+    assert_eq!(
+        j(&[("scheme", s("http")), ("host", s("é h"))]),
+        "http://%C3%A9%20h"
+    );
+    assert_eq!(
+        j(&[("path", s("/a?b")), ("fragment", s("x y#"))]),
+        "/a%3Fb#x%20y%23"
+    );
+    assert_eq!(j(&[]), "");
+    assert_eq!(j(&[("scheme", s("http")), ("path", s("a"))]), "http://a");
+    assert_eq!(
+        j(&[
+            ("scheme", s("http")),
+            ("host", s("h")),
+            ("userinfo", s("a%20b:c%40d"))
+        ]),
+        "http://a%20b:c%40d@h"
+    );
+    assert_eq!(
+        err(
+            "urlJoin",
+            &[d(&[
+                ("scheme", s("http")),
+                ("host", s("h")),
+                ("userinfo", s("a b:c@d"))
+            ])]
+        ),
+        "unable to parse userinfo in dict: parse \"proto://a b:c@d@host\": net/url: invalid userinfo"
+    );
+}
