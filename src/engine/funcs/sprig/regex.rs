@@ -1,0 +1,656 @@
+//! Sprig's regular-expression functions (`regex.go`) with Go `regexp` (RE2)
+//! semantics on top of the `regex` crate.
+//!
+//! Both engines are RE2-style with leftmost-first matching, so most patterns
+//! mean the same. Go's syntax is translated where they differ: Go's `\d`,
+//! `\w`, `\s` and `\b` are ASCII-only (the crate's are Unicode), Go has
+//! `\Q…\E`, and inside a Go character class `[`, `&&`, `--` and `~~` are
+//! literal. The iteration rules of `FindAll`, `Split` and `ReplaceAll`
+//! (an empty match right after a match is skipped) are ported from Go.
+//!
+//! Known differences: a few constructs the crate accepts are errors in Go
+//! (`\<`, `\b{start}`, repeat counts above 1000), and error texts for bad
+//! patterns are mapped to Go's codes (`missing closing )`, …) but the quoted
+//! fragment may differ from Go's for complex patterns.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use regex::Regex;
+
+use super::conv::string_list;
+use super::strings::go_quote;
+use super::{arg_int, arg_str, def};
+use crate::engine::funcs::{FuncDef, FuncResult, Param};
+use crate::engine::value::Value;
+
+use Param::{Int, Str};
+
+pub const FUNCS: &[FuncDef] = &[
+    def("regexMatch", &[Str, Str], |_, a| {
+        Ok(Value::Bool(
+            compile(arg_str(a, 0)).is_ok_and(|re| re.is_match(arg_str(a, 1))),
+        ))
+    }),
+    def("mustRegexMatch", &[Str, Str], |_, a| {
+        Ok(Value::Bool(compile(arg_str(a, 0))?.is_match(arg_str(a, 1))))
+    }),
+    def("regexFindAll", &[Str, Str, Int], |_, a| {
+        find_all(&must_compile(arg_str(a, 0))?, a)
+    }),
+    def("mustRegexFindAll", &[Str, Str, Int], |_, a| {
+        find_all(&compile(arg_str(a, 0))?, a)
+    }),
+    def("regexFind", &[Str, Str], |_, a| {
+        find(&must_compile(arg_str(a, 0))?, arg_str(a, 1))
+    }),
+    def("mustRegexFind", &[Str, Str], |_, a| {
+        find(&compile(arg_str(a, 0))?, arg_str(a, 1))
+    }),
+    def("regexReplaceAll", &[Str, Str, Str], |_, a| {
+        Ok(Value::string(replace_all(
+            &must_compile(arg_str(a, 0))?,
+            arg_str(a, 1),
+            arg_str(a, 2),
+            true,
+        )))
+    }),
+    def("mustRegexReplaceAll", &[Str, Str, Str], |_, a| {
+        Ok(Value::string(replace_all(
+            &compile(arg_str(a, 0))?,
+            arg_str(a, 1),
+            arg_str(a, 2),
+            true,
+        )))
+    }),
+    def("regexReplaceAllLiteral", &[Str, Str, Str], |_, a| {
+        Ok(Value::string(replace_all(
+            &must_compile(arg_str(a, 0))?,
+            arg_str(a, 1),
+            arg_str(a, 2),
+            false,
+        )))
+    }),
+    def("mustRegexReplaceAllLiteral", &[Str, Str, Str], |_, a| {
+        Ok(Value::string(replace_all(
+            &compile(arg_str(a, 0))?,
+            arg_str(a, 1),
+            arg_str(a, 2),
+            false,
+        )))
+    }),
+    def("regexSplit", &[Str, Str, Int], |_, a| {
+        Ok(string_list(split(
+            &must_compile(arg_str(a, 0))?,
+            arg_str(a, 0),
+            arg_str(a, 1),
+            arg_int(a, 2),
+        )))
+    }),
+    def("mustRegexSplit", &[Str, Str, Int], |_, a| {
+        Ok(string_list(split(
+            &compile(arg_str(a, 0))?,
+            arg_str(a, 0),
+            arg_str(a, 1),
+            arg_int(a, 2),
+        )))
+    }),
+    def("regexQuoteMeta", &[Str], |_, a| {
+        Ok(Value::string(quote_meta(arg_str(a, 0))))
+    }),
+];
+
+/// Go's `regexp.Compile`, with Go-style error text. Compiled patterns are
+/// cached per thread: charts call `regexReplaceAll` inside loops.
+pub fn compile(expr: &str) -> Result<Regex, String> {
+    thread_local! {
+        static CACHE: RefCell<HashMap<String, Regex>> = RefCell::new(HashMap::new());
+    }
+    if let Some(re) = CACHE.with(|c| c.borrow().get(expr).cloned()) {
+        return Ok(re);
+    }
+    let translated = translate(expr)?;
+    let re = Regex::new(&translated).map_err(|_| go_error(expr, &translated))?;
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= 512 {
+            c.clear();
+        }
+        c.insert(expr.to_string(), re.clone());
+    });
+    Ok(re)
+}
+
+/// regexp's `quote`: backquoted when `strconv.CanBackquote` allows it.
+fn quote(s: &str) -> String {
+    let can_backquote = s
+        .chars()
+        .all(|c| c != '`' && c != '\u{feff}' && (c == '\t' || !c.is_control()));
+    if can_backquote {
+        format!("`{s}`")
+    } else {
+        go_quote(s)
+    }
+}
+
+/// Go's `regexp.MustCompile`, whose panic text becomes the error.
+fn must_compile(expr: &str) -> Result<Regex, String> {
+    compile(expr).map_err(|e| format!("regexp: Compile({}): {e}", quote(expr)))
+}
+
+fn err(code: &str, expr: &str) -> String {
+    format!("error parsing regexp: {code}: `{expr}`")
+}
+
+/// Map a parse failure of the translated pattern to Go's error codes.
+fn go_error(orig: &str, translated: &str) -> String {
+    use regex_syntax::ast::ErrorKind as K;
+    let Err(e) = regex_syntax::ast::parse::Parser::new().parse(translated) else {
+        // Parsed but not compiled: too big, or Unicode class issues.
+        return err("expression too large", orig);
+    };
+    let span = e.span();
+    let frag = translated
+        .get(span.start.offset..span.end.offset)
+        .unwrap_or(orig);
+    match e.kind() {
+        K::GroupUnclosed => err("missing closing )", orig),
+        K::GroupUnopened => err("unexpected )", orig),
+        K::ClassUnclosed => err(
+            "missing closing ]",
+            translated.get(span.start.offset..).unwrap_or(orig),
+        ),
+        K::ClassRangeInvalid => err("invalid character class range", frag),
+        K::UnsupportedBackreference => err("invalid escape sequence", frag),
+        K::EscapeUnrecognized
+        | K::EscapeUnexpectedEof
+        | K::EscapeHexInvalid
+        | K::EscapeHexInvalidDigit
+        | K::EscapeHexEmpty => err("invalid escape sequence", frag),
+        K::RepetitionMissing => {
+            let at = span.start.offset;
+            let op = translated
+                .get(at..)
+                .and_then(|r| r.chars().next())
+                .map(String::from)
+                .unwrap_or_default();
+            err("missing argument to repetition operator", &op)
+        }
+        K::RepetitionCountInvalid
+        | K::RepetitionCountUnclosed
+        | K::RepetitionCountDecimalEmpty
+        | K::DecimalEmpty
+        | K::DecimalInvalid => err("invalid repeat count", frag),
+        K::GroupNameDuplicate { .. } => err("duplicate capture group name", frag),
+        K::GroupNameEmpty | K::GroupNameInvalid | K::GroupNameUnexpectedEof => {
+            err("invalid named capture", frag)
+        }
+        K::FlagUnrecognized
+        | K::FlagDanglingNegation
+        | K::FlagRepeatedNegation { .. }
+        | K::FlagUnexpectedEof
+        | K::FlagDuplicate { .. } => err("invalid or unsupported Perl syntax", frag),
+        _ => err("invalid or unsupported Perl syntax", frag),
+    }
+}
+
+/// Rewrite Go RE2 syntax into the `regex` crate's.
+fn translate(expr: &str) -> Result<String, String> {
+    let chars: Vec<char> = expr.chars().collect();
+    let mut out = String::with_capacity(expr.len() + 8);
+    let mut i = 0;
+    let mut in_class = false;
+    // Where the last repetition operator began (for Go's nested-repetition
+    // error), if the previous token was one.
+    let mut last_rep: Option<usize> = None;
+    while i < chars.len() {
+        let c = chars[i];
+        if in_class {
+            match c {
+                ']' => {
+                    in_class = false;
+                    out.push(']');
+                }
+                '[' if chars.get(i + 1) == Some(&':') => {
+                    // POSIX class [:alpha:]: copy through the closing ":]".
+                    let rest: String = chars[i..].iter().collect();
+                    if let Some(end) = rest.find(":]") {
+                        out.push_str(&rest[..end + 2]);
+                        i += rest[..end + 2].chars().count();
+                        continue;
+                    }
+                    out.push_str("\\[");
+                }
+                '[' | '&' | '~' => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                '-' if chars.get(i + 1) == Some(&'-') => out.push_str("\\-"),
+                '\\' => {
+                    let Some(&n) = chars.get(i + 1) else {
+                        return Err(err("trailing backslash at end of expression", ""));
+                    };
+                    i += 1;
+                    match n {
+                        '0'..='7' if octal_escape(&chars, &mut i, &mut out) => {}
+                        'd' => out.push_str("0-9"),
+                        'w' => out.push_str("0-9A-Za-z_"),
+                        's' => out.push_str("\\t\\n\\f\\r "),
+                        'D' => out.push_str("[^0-9]"),
+                        'W' => out.push_str("[^0-9A-Za-z_]"),
+                        'S' => out.push_str("[^\\t\\n\\f\\r ]"),
+                        _ => {
+                            out.push('\\');
+                            out.push(n);
+                        }
+                    }
+                }
+                _ => out.push(c),
+            }
+            i += 1;
+            continue;
+        }
+        let is_rep = matches!(c, '*' | '+' | '?') || c == '{' && is_repeat_count(&chars[i..]);
+        if is_rep {
+            let op_end = if c == '{' {
+                i + chars[i..].iter().position(|&x| x == '}').unwrap_or(0)
+            } else {
+                i
+            };
+            if let Some(start) = last_rep {
+                let frag: String = chars[start..=op_end].iter().collect();
+                return Err(err("invalid nested repetition operator", &frag));
+            }
+            if c == '{' {
+                // Go limits repeat counts to 1000.
+                let body: String = chars[i + 1..op_end].iter().collect();
+                if body
+                    .split(',')
+                    .any(|n| n.parse::<u64>().is_ok_and(|n| n > 1000))
+                {
+                    let frag: String = chars[i..=op_end].iter().collect();
+                    return Err(err("invalid repeat count", &frag));
+                }
+            }
+            let start = i;
+            if c == '{' {
+                while i < chars.len() && chars[i] != '}' {
+                    out.push(chars[i]);
+                    i += 1;
+                }
+            }
+            out.push(chars[i.min(chars.len() - 1)]);
+            i += 1;
+            if chars.get(i) == Some(&'?') {
+                out.push('?');
+                i += 1;
+            }
+            last_rep = Some(start);
+            continue;
+        }
+        last_rep = None;
+        match c {
+            '[' => {
+                in_class = true;
+                out.push('[');
+                if chars.get(i + 1) == Some(&'^') {
+                    out.push('^');
+                    i += 1;
+                }
+                if chars.get(i + 1) == Some(&']') {
+                    out.push_str("\\]");
+                    i += 1;
+                }
+            }
+            '{' => out.push_str("\\{"),
+            '\\' => {
+                let Some(&n) = chars.get(i + 1) else {
+                    return Err(err("trailing backslash at end of expression", ""));
+                };
+                i += 1;
+                match n {
+                    'd' => out.push_str("[0-9]"),
+                    'D' => out.push_str("[^0-9]"),
+                    'w' => out.push_str("[0-9A-Za-z_]"),
+                    'W' => out.push_str("[^0-9A-Za-z_]"),
+                    's' => out.push_str("[\\t\\n\\f\\r ]"),
+                    'S' => out.push_str("[^\\t\\n\\f\\r ]"),
+                    'b' => out.push_str("(?-u:\\b)"),
+                    'B' => out.push_str("(?-u:\\B)"),
+                    '0'..='7' if octal_escape(&chars, &mut i, &mut out) => {}
+                    'Q' => {
+                        let rest: String = chars[i + 1..].iter().collect();
+                        let (lit, consumed) = match rest.find("\\E") {
+                            Some(end) => (&rest[..end], end + 2),
+                            None => (rest.as_str(), rest.len()),
+                        };
+                        out.push_str(&regex::escape(lit));
+                        i += 1 + rest[..consumed].chars().count();
+                        continue;
+                    }
+                    _ => {
+                        out.push('\\');
+                        out.push(n);
+                    }
+                }
+            }
+            _ => out.push(c),
+        }
+        i += 1;
+    }
+    Ok(out)
+}
+
+/// Go's octal escapes: `\0`, `\0NN`, `\NNN` (a lone `\1`…`\7` is a
+/// backreference, which Go rejects). `chars[*i]` is the first digit; on
+/// success the escape is written as `\x{…}` and `*i` left on its last digit.
+fn octal_escape(chars: &[char], i: &mut usize, out: &mut String) -> bool {
+    let first = chars[*i];
+    let is_oct = |c: Option<&char>| c.is_some_and(|c| ('0'..='7').contains(c));
+    if first != '0' && !is_oct(chars.get(*i + 1)) {
+        return false;
+    }
+    let mut r = first as u32 - '0' as u32;
+    for _ in 1..3 {
+        if !is_oct(chars.get(*i + 1)) {
+            break;
+        }
+        *i += 1;
+        r = r * 8 + (chars[*i] as u32 - '0' as u32);
+    }
+    out.push_str(&format!("\\x{{{r:x}}}"));
+    true
+}
+
+/// Whether `{…` starts a valid Go repeat count `{n}`, `{n,}`, `{n,m}`;
+/// otherwise Go takes the brace literally.
+fn is_repeat_count(s: &[char]) -> bool {
+    let Some(end) = s.iter().position(|&c| c == '}') else {
+        return false;
+    };
+    let body: String = s[1..end].iter().collect();
+    let (lo, hi) = match body.split_once(',') {
+        Some((lo, hi)) => (lo, Some(hi)),
+        None => (body.as_str(), None),
+    };
+    !lo.is_empty()
+        && lo.bytes().all(|b| b.is_ascii_digit())
+        && hi.is_none_or(|h| h.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Go's `Regexp.allMatches` iteration: match spans, skipping an empty match
+/// that abuts the previous match.
+fn all_matches(re: &Regex, s: &str, n: i64) -> Vec<(usize, usize)> {
+    let limit = if n < 0 { s.len() as i64 + 1 } else { n };
+    let mut out = Vec::new();
+    let (mut pos, mut prev_end): (usize, Option<usize>) = (0, None);
+    while (out.len() as i64) < limit && pos <= s.len() {
+        let Some(m) = re.find_at(s, pos) else { break };
+        let mut accept = true;
+        if m.end() == pos {
+            if Some(m.start()) == prev_end {
+                accept = false;
+            }
+            pos += s[pos..].chars().next().map_or(1, char::len_utf8);
+        } else {
+            pos = m.end();
+        }
+        prev_end = Some(m.end());
+        if accept {
+            out.push((m.start(), m.end()));
+        }
+    }
+    out
+}
+
+fn find_all(re: &Regex, a: &[Value]) -> FuncResult {
+    let s = arg_str(a, 1);
+    let n = arg_int(a, 2);
+    if n == 0 {
+        return Ok(string_list(Vec::new()));
+    }
+    Ok(string_list(
+        all_matches(re, s, n)
+            .into_iter()
+            .map(|(b, e)| s[b..e].to_string()),
+    ))
+}
+
+fn find(re: &Regex, s: &str) -> FuncResult {
+    Ok(Value::str(re.find(s).map_or("", |m| m.as_str())))
+}
+
+/// Go's `Regexp.Split`.
+fn split(re: &Regex, expr: &str, s: &str, n: i64) -> Vec<String> {
+    if n == 0 {
+        return Vec::new();
+    }
+    if !expr.is_empty() && s.is_empty() {
+        return vec![String::new()];
+    }
+    let matches = all_matches(re, s, n);
+    let mut out = Vec::new();
+    let (mut beg, mut end) = (0usize, 0usize);
+    for (ms, me) in matches {
+        if n > 0 && out.len() as i64 == n - 1 {
+            break;
+        }
+        end = ms;
+        if me != 0 {
+            out.push(s[beg..end].to_string());
+        }
+        beg = me;
+    }
+    if end != s.len() {
+        out.push(s[beg..].to_string());
+    }
+    out
+}
+
+/// Go's `Regexp.ReplaceAllString` (`expand`) / `ReplaceAllLiteralString`.
+fn replace_all(re: &Regex, src: &str, repl: &str, expand: bool) -> String {
+    let mut buf = String::new();
+    let mut last_end = 0usize;
+    let mut search = 0usize;
+    let mut locs = re.capture_locations();
+    while search <= src.len() {
+        let Some(m) = re.captures_read_at(&mut locs, src, search) else {
+            break;
+        };
+        let (ms, me) = (m.start(), m.end());
+        buf.push_str(&src[last_end..ms]);
+        if me > last_end || ms == 0 {
+            if expand {
+                go_expand(re, &mut buf, repl, src, &locs);
+            } else {
+                buf.push_str(repl);
+            }
+        }
+        last_end = me;
+        let width = src[search..].chars().next().map_or(1, char::len_utf8);
+        if search + width > me {
+            search += width;
+        } else if search + 1 > me {
+            search += 1;
+        } else {
+            search = me;
+        }
+    }
+    buf.push_str(&src[last_end.min(src.len())..]);
+    buf
+}
+
+/// Go's `Regexp.expand`: `$1`, `$name`, `${name}`, `$$`; a malformed
+/// reference is copied literally and an unknown group expands to nothing.
+fn go_expand(
+    re: &Regex,
+    dst: &mut String,
+    template: &str,
+    src: &str,
+    locs: &regex::CaptureLocations,
+) {
+    let mut t = template;
+    while let Some(at) = t.find('$') {
+        dst.push_str(&t[..at]);
+        t = &t[at + 1..];
+        if let Some(rest) = t.strip_prefix('$') {
+            dst.push('$');
+            t = rest;
+            continue;
+        }
+        let Some((name, num, rest)) = extract(t) else {
+            dst.push('$');
+            continue;
+        };
+        t = rest;
+        let group = match num {
+            Some(n) => Some(n),
+            None => re.capture_names().position(|g| g == Some(name)),
+        };
+        if let Some((b, e)) = group.and_then(|g| locs.get(g)) {
+            dst.push_str(&src[b..e]);
+        }
+    }
+    dst.push_str(t);
+}
+
+/// Go's `extract`: the group reference at the start of `s` (after `$`):
+/// its name, its number if it is one, and the rest of the template.
+fn extract(s: &str) -> Option<(&str, Option<usize>, &str)> {
+    let (brace, body) = match s.strip_prefix('{') {
+        Some(b) => (true, b),
+        None => (false, s),
+    };
+    let len: usize = body
+        .chars()
+        .take_while(|&c| {
+            super::gounicode::is_letter(c) || super::gounicode::is_digit(c) || c == '_'
+        })
+        .map(char::len_utf8)
+        .sum();
+    if len == 0 {
+        return None;
+    }
+    let name = &body[..len];
+    let mut rest = &body[len..];
+    if brace {
+        rest = rest.strip_prefix('}')?;
+    }
+    let mut num: Option<usize> = Some(0);
+    for c in name.bytes() {
+        num = match num {
+            Some(n) if c.is_ascii_digit() && n < 100_000_000 => {
+                Some(n * 10 + usize::from(c - b'0'))
+            }
+            _ => None,
+        };
+    }
+    if name.starts_with('0') && name.len() > 1 {
+        num = None;
+    }
+    Some((name, num, rest))
+}
+
+/// Go's `regexp.QuoteMeta`.
+pub fn quote_meta(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::{err, i, s, v};
+
+    #[test]
+    fn matching_is_ascii_like_go() {
+        assert_eq!(v("regexMatch", &[s("^\\d+$"), s("123")]), "true");
+        assert_eq!(v("regexMatch", &[s("^\\d+$"), s("١٢٣")]), "false");
+        assert_eq!(v("regexMatch", &[s("\\w+"), s("é")]), "false");
+        assert_eq!(v("regexMatch", &[s("("), s("x")]), "false");
+        assert_eq!(v("regexMatch", &[s("[[]"), s("[")]), "true");
+        assert_eq!(v("regexMatch", &[s("\\Qa.b\\E"), s("a.b")]), "true");
+        assert_eq!(v("regexMatch", &[s("x{"), s("x{")]), "true");
+        assert_eq!(v("regexMatch", &[s("^\\101\\0$"), s("A\0")]), "true");
+        assert_eq!(v("regexMatch", &[s("[\\060-\\071]"), s("5")]), "true");
+        assert_eq!(
+            err("mustRegexMatch", &[s("\\1"), s("x")]),
+            "error parsing regexp: invalid escape sequence: `\\1`"
+        );
+    }
+
+    #[test]
+    fn find_replace_split() {
+        assert_eq!(v("regexFindAll", &[s("a*"), s("baaab"), i(-1)]), "[ aaa ]");
+        assert_eq!(v("regexFindAll", &[s("[0-9]"), s("a1b2c3"), i(2)]), "[1 2]");
+        assert_eq!(v("regexFind", &[s("b+"), s("abbbc")]), "bbb");
+        assert_eq!(
+            v(
+                "regexReplaceAll",
+                &[s("a(x*)b"), s("-ab-axxb-"), s("${1}W")]
+            ),
+            "-W-xxW-"
+        );
+        assert_eq!(
+            v("regexReplaceAll", &[s("a*"), s("baaac"), s("X")]),
+            "XbXcX"
+        );
+        assert_eq!(
+            v(
+                "regexReplaceAllLiteral",
+                &[s("a(x*)b"), s("-ab-axxb-"), s("$1")]
+            ),
+            "-$1-$1-"
+        );
+        assert_eq!(v("regexSplit", &[s("z+"), s("pizza"), i(-1)]), "[pi a]");
+        assert_eq!(v("regexSplit", &[s(""), s("abc"), i(-1)]), "[a b c]");
+        assert_eq!(v("regexSplit", &[s("a"), s("banana"), i(2)]), "[b nana]");
+        assert_eq!(v("regexQuoteMeta", &[s("1.5-2.0?")]), "1\\.5-2\\.0\\?");
+    }
+
+    #[test]
+    fn errors_like_go() {
+        assert_eq!(
+            err("mustRegexMatch", &[s("("), s("x")]),
+            "error parsing regexp: missing closing ): `(`"
+        );
+        assert_eq!(
+            err("regexFind", &[s("a**"), s("x")]),
+            "regexp: Compile(`a**`): error parsing regexp: invalid nested repetition operator: `**`"
+        );
+        assert_eq!(
+            err("mustRegexFind", &[s("x{2}{3}"), s("x")]),
+            "error parsing regexp: invalid nested repetition operator: `{2}{3}`"
+        );
+        assert_eq!(
+            err("mustRegexFind", &[s("a{1001}"), s("x")]),
+            "error parsing regexp: invalid repeat count: `{1001}`"
+        );
+        assert_eq!(
+            err("mustRegexFind", &[s("(?=x)"), s("x")]),
+            "error parsing regexp: invalid or unsupported Perl syntax: `(?=`"
+        );
+        assert_eq!(
+            err("mustRegexFind", &[s("[z-a]"), s("x")]),
+            "error parsing regexp: invalid character class range: `z-a`"
+        );
+        assert_eq!(v("mustRegexFind", &[s("^*"), s("x")]), "");
+        assert_eq!(
+            err("mustRegexFind", &[s("[a"), s("x")]),
+            "error parsing regexp: missing closing ]: `[a`"
+        );
+        assert_eq!(
+            err("mustRegexFind", &[s("\\q"), s("x")]),
+            "error parsing regexp: invalid escape sequence: `\\q`"
+        );
+        assert_eq!(
+            err("mustRegexFind", &[s("*"), s("x")]),
+            "error parsing regexp: missing argument to repetition operator: `*`"
+        );
+    }
+}

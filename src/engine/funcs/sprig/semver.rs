@@ -1,0 +1,731 @@
+//! `semver` and `semverCompare`: a port of Masterminds/semver v3.3.0
+//! (`NewVersion`, `Compare`, `NewConstraint`, `Constraints.Check`).
+//!
+//! Ported rather than using the `semver` crate because Masterminds' rules
+//! differ and charts depend on them: versions may have a `v` prefix and
+//! omit minor/patch (`1.2` is 1.2.0); constraints support `x`/`*`
+//! wildcards, `~`, `^`, hyphen ranges, `,`/space for AND and `||` for OR;
+//! and a pre-release version satisfies a constraint only if the constraint
+//! itself has a pre-release (`>=1.20.0-0` matches `1.21.0-eks-1`, `>=1.20.0`
+//! does not).
+
+use std::any::Any;
+use std::cmp::Ordering;
+use std::fmt;
+use std::rc::Rc;
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use super::{arg_str, def};
+use crate::engine::funcs::{FuncDef, Param};
+use crate::engine::value::{Member, Method, Object, Value};
+
+use Param::Str;
+
+pub const FUNCS: &[FuncDef] = &[
+    def("semver", &[Str], |_, a| {
+        Ok(Value::Object(Rc::new(Version::parse(arg_str(a, 0))?)))
+    }),
+    def("semverCompare", &[Str, Str], |_, a| {
+        let c = Constraints::parse(arg_str(a, 0))?;
+        let v = Version::parse(arg_str(a, 1))?;
+        Ok(Value::Bool(c.check(&v)))
+    }),
+];
+
+const SEMVER_RE: &str = r"v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?";
+const CV_RE: &str = r"v?([0-9|x|X|\*]+)(\.[0-9|x|X|\*]+)?(\.[0-9|x|X|\*]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?";
+const OPS: &str = r"=||!=|>|<|>=|=>|<=|=<|~|~>|\^";
+
+struct Regexes {
+    version: Regex,
+    constraint: Regex,
+    range: Regex,
+    find: Regex,
+    valid: Regex,
+}
+
+fn regexes() -> &'static Regexes {
+    static R: OnceLock<Regexes> = OnceLock::new();
+    R.get_or_init(|| {
+        // The patterns are fixed and valid; `regex` accepts RE2 syntax.
+        let build =
+            |p: String| Regex::new(&p).unwrap_or_else(|e| unreachable!("semver regex: {e}"));
+        Regexes {
+            version: build(format!("^{SEMVER_RE}$")),
+            constraint: build(format!(r"^\s*({OPS})\s*({CV_RE})\s*$")),
+            range: build(format!(r"\s*({CV_RE})\s+-\s+({CV_RE})\s*")),
+            find: build(format!(r"({OPS})\s*({CV_RE})")),
+            valid: build(format!(
+                r"^(\s*({OPS})\s*({CV_RE})\s*)((?:\s+|,\s*)({OPS})\s*({CV_RE})\s*)*$"
+            )),
+        }
+    })
+}
+
+const ERR_INVALID: &str = "Invalid Semantic Version";
+
+/// `*semver.Version`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Version {
+    pub major: u64,
+    pub minor: u64,
+    pub patch: u64,
+    pub pre: String,
+    pub metadata: String,
+    pub original: String,
+}
+
+fn parse_segment(s: &str) -> Result<u64, String> {
+    s.parse::<u64>().map_err(|_| {
+        format!(
+            "Error parsing version segment: strconv.ParseUint: parsing {}: value out of range",
+            super::strings::go_quote(s)
+        )
+    })
+}
+
+fn contains_only(s: &str, allowed: impl Fn(char) -> bool) -> bool {
+    s.chars().all(allowed)
+}
+
+fn validate_prerelease(p: &str) -> Result<(), String> {
+    for part in p.split('.') {
+        if contains_only(part, |c| c.is_ascii_digit()) {
+            if part.len() > 1 && part.starts_with('0') {
+                return Err("Version segment starts with 0".into());
+            }
+        } else if !contains_only(part, |c| c.is_ascii_alphanumeric() || c == '-') {
+            return Err("Invalid Prerelease string".into());
+        }
+    }
+    Ok(())
+}
+
+fn validate_metadata(m: &str) -> Result<(), String> {
+    for part in m.split('.') {
+        if !contains_only(part, |c| c.is_ascii_alphanumeric() || c == '-') {
+            return Err("Invalid Metadata string".into());
+        }
+    }
+    Ok(())
+}
+
+impl Version {
+    /// `semver.NewVersion`.
+    pub fn parse(v: &str) -> Result<Version, String> {
+        let caps = regexes().version.captures(v).ok_or(ERR_INVALID)?;
+        let g = |i: usize| caps.get(i).map_or("", |m| m.as_str());
+        let mut sv = Version {
+            major: parse_segment(g(1))?,
+            minor: 0,
+            patch: 0,
+            pre: g(5).to_string(),
+            metadata: g(8).to_string(),
+            original: v.to_string(),
+        };
+        if !g(2).is_empty() {
+            sv.minor = parse_segment(&g(2)[1..])?;
+        }
+        if !g(3).is_empty() {
+            sv.patch = parse_segment(&g(3)[1..])?;
+        }
+        if !sv.pre.is_empty() {
+            validate_prerelease(&sv.pre)?;
+        }
+        if !sv.metadata.is_empty() {
+            validate_metadata(&sv.metadata)?;
+        }
+        Ok(sv)
+    }
+
+    /// `Version.Compare`: metadata is ignored; a pre-release sorts before
+    /// its release.
+    pub fn compare(&self, o: &Version) -> Ordering {
+        self.major
+            .cmp(&o.major)
+            .then(self.minor.cmp(&o.minor))
+            .then(self.patch.cmp(&o.patch))
+            .then_with(|| match (self.pre.is_empty(), o.pre.is_empty()) {
+                (true, true) => Ordering::Equal,
+                (true, false) => Ordering::Greater,
+                (false, true) => Ordering::Less,
+                (false, false) => compare_prerelease(&self.pre, &o.pre),
+            })
+    }
+
+    fn v_prefix(&self) -> &str {
+        if self.original.starts_with('v') {
+            "v"
+        } else {
+            ""
+        }
+    }
+
+    fn with_original(mut self, prefix: &str) -> Version {
+        self.original = format!("{prefix}{self}");
+        self
+    }
+}
+
+impl fmt::Display for Version {
+    /// `Version.String()`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)?;
+        if !self.pre.is_empty() {
+            write!(f, "-{}", self.pre)?;
+        }
+        if !self.metadata.is_empty() {
+            write!(f, "+{}", self.metadata)?;
+        }
+        Ok(())
+    }
+}
+
+fn compare_prerelease(v: &str, o: &str) -> Ordering {
+    let sp: Vec<&str> = v.split('.').collect();
+    let op: Vec<&str> = o.split('.').collect();
+    for i in 0..sp.len().max(op.len()) {
+        let d = compare_pre_part(
+            sp.get(i).copied().unwrap_or(""),
+            op.get(i).copied().unwrap_or(""),
+        );
+        if d != Ordering::Equal {
+            return d;
+        }
+    }
+    Ordering::Equal
+}
+
+fn compare_pre_part(s: &str, o: &str) -> Ordering {
+    if s == o {
+        return Ordering::Equal;
+    }
+    if s.is_empty() {
+        return Ordering::Less;
+    }
+    if o.is_empty() {
+        return Ordering::Greater;
+    }
+    match (s.parse::<u64>(), o.parse::<u64>()) {
+        (Err(_), Err(_)) => {
+            if s > o {
+                Ordering::Greater
+            } else {
+                Ordering::Less
+            }
+        }
+        (Ok(_), Err(_)) => Ordering::Less,
+        (Err(_), Ok(_)) => Ordering::Greater,
+        (Ok(a), Ok(b)) => {
+            if a > b {
+                Ordering::Greater
+            } else {
+                Ordering::Less
+            }
+        }
+    }
+}
+
+/// A `semver.Version` *value* (what `IncMajor`, `SetPrerelease` … return):
+/// only the value-receiver methods are reachable on it, so templates get
+/// Go's "can't evaluate field Original in type semver.Version".
+#[derive(Clone, Debug)]
+pub struct VersionValue(pub Version);
+
+const VALUE_METHODS: &[&str] = &[
+    "Major",
+    "Minor",
+    "Patch",
+    "Prerelease",
+    "Metadata",
+    "String",
+    "IncPatch",
+    "IncMinor",
+    "IncMajor",
+    "SetPrerelease",
+    "SetMetadata",
+];
+
+impl Object for VersionValue {
+    fn type_name(&self) -> &str {
+        "semver.Version"
+    }
+    fn kind_name(&self) -> &str {
+        "struct"
+    }
+    fn member(&self, name: &str) -> Option<Member> {
+        if VALUE_METHODS.contains(&name) {
+            self.0.member(name)
+        } else {
+            None
+        }
+    }
+    fn fmt_v(&self, out: &mut String) {
+        out.push_str(&self.0.to_string());
+    }
+    fn json_value(&self) -> Option<Value> {
+        Some(Value::string(self.0.to_string()))
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+fn version_value(v: Version) -> Value {
+    Value::Object(Rc::new(VersionValue(v)))
+}
+
+/// The `*semver.Version` argument of a method (Go would refuse anything
+/// else at the call).
+fn version_arg(args: &[Value], method: &str) -> Result<Version, String> {
+    match args.first() {
+        Some(Value::Object(o)) => match o.as_any().downcast_ref::<Version>() {
+            Some(v) => Ok(v.clone()),
+            None => Err(format!(
+                "wrong type for value; expected *semver.Version; got {}",
+                o.type_name()
+            )),
+        },
+        Some(other) => Err(format!(
+            "wrong type for value; expected *semver.Version; got {}",
+            other.type_name()
+        )),
+        None => Err(format!("wrong number of args for {method}: want 1 got 0")),
+    }
+}
+
+impl Object for Version {
+    fn type_name(&self) -> &str {
+        "*semver.Version"
+    }
+    fn member(&self, name: &str) -> Option<Member> {
+        let me = self.clone();
+        let m: Method = match name {
+            "Major" => Rc::new(move |_| Ok(Value::U64(me.major))),
+            "Minor" => Rc::new(move |_| Ok(Value::U64(me.minor))),
+            "Patch" => Rc::new(move |_| Ok(Value::U64(me.patch))),
+            "Prerelease" => Rc::new(move |_| Ok(Value::string(me.pre.clone()))),
+            "Metadata" => Rc::new(move |_| Ok(Value::string(me.metadata.clone()))),
+            "Original" => Rc::new(move |_| Ok(Value::string(me.original.clone()))),
+            "String" => Rc::new(move |_| Ok(Value::string(me.to_string()))),
+            "IncPatch" => Rc::new(move |_| {
+                let mut n = me.clone();
+                if me.pre.is_empty() {
+                    n.patch += 1;
+                }
+                n.pre.clear();
+                n.metadata.clear();
+                Ok(version_value(n.with_original(me.v_prefix())))
+            }),
+            "IncMinor" => Rc::new(move |_| {
+                let mut n = me.clone();
+                n.pre.clear();
+                n.metadata.clear();
+                n.patch = 0;
+                n.minor += 1;
+                Ok(version_value(n.with_original(me.v_prefix())))
+            }),
+            "IncMajor" => Rc::new(move |_| {
+                let mut n = me.clone();
+                n.pre.clear();
+                n.metadata.clear();
+                n.patch = 0;
+                n.minor = 0;
+                n.major += 1;
+                Ok(version_value(n.with_original(me.v_prefix())))
+            }),
+            "SetPrerelease" => Rc::new(move |a| {
+                let p = a.first().and_then(Value::as_str).unwrap_or("");
+                if !p.is_empty() {
+                    validate_prerelease(p)?;
+                }
+                let mut n = me.clone();
+                n.pre = p.to_string();
+                Ok(version_value(n.with_original(me.v_prefix())))
+            }),
+            "SetMetadata" => Rc::new(move |a| {
+                let p = a.first().and_then(Value::as_str).unwrap_or("");
+                if !p.is_empty() {
+                    validate_metadata(p)?;
+                }
+                let mut n = me.clone();
+                n.metadata = p.to_string();
+                Ok(version_value(n.with_original(me.v_prefix())))
+            }),
+            "LessThan" => Rc::new(move |a| {
+                Ok(Value::Bool(
+                    me.compare(&version_arg(a, "LessThan")?).is_lt(),
+                ))
+            }),
+            "LessThanEqual" => Rc::new(move |a| {
+                Ok(Value::Bool(
+                    me.compare(&version_arg(a, "LessThanEqual")?).is_le(),
+                ))
+            }),
+            "GreaterThan" => Rc::new(move |a| {
+                Ok(Value::Bool(
+                    me.compare(&version_arg(a, "GreaterThan")?).is_gt(),
+                ))
+            }),
+            "GreaterThanEqual" => Rc::new(move |a| {
+                Ok(Value::Bool(
+                    me.compare(&version_arg(a, "GreaterThanEqual")?).is_ge(),
+                ))
+            }),
+            "Equal" => {
+                Rc::new(move |a| Ok(Value::Bool(me.compare(&version_arg(a, "Equal")?).is_eq())))
+            }
+            "Compare" => {
+                Rc::new(move |a| Ok(Value::Int(me.compare(&version_arg(a, "Compare")?) as i64)))
+            }
+            _ => return None,
+        };
+        Some(Member::Method(m))
+    }
+    fn fmt_v(&self, out: &mut String) {
+        // Version has a value-receiver String(), so %v prints it.
+        out.push_str(&self.to_string());
+    }
+    fn json_value(&self) -> Option<Value> {
+        // MarshalJSON: the String() form.
+        Some(Value::string(self.to_string()))
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// One parsed constraint (`constraint` in Masterminds).
+#[derive(Debug)]
+struct Constraint {
+    con: Version,
+    op: String,
+    minor_dirty: bool,
+    patch_dirty: bool,
+    dirty: bool,
+}
+
+/// `*semver.Constraints`: OR of ANDs.
+#[derive(Debug)]
+pub struct Constraints {
+    or: Vec<Vec<Constraint>>,
+}
+
+fn is_x(s: &str) -> bool {
+    matches!(s, "x" | "*" | "X")
+}
+
+/// Masterminds' `rewriteRange`: `1 - 2` → `>= 1, <= 2`.
+fn rewrite_range(i: &str) -> String {
+    let re = &regexes().range;
+    let mut o = i.to_string();
+    let found: Vec<(String, String, String)> = re
+        .captures_iter(i)
+        .map(|c| {
+            let g = |n: usize| c.get(n).map_or("", |m| m.as_str()).to_string();
+            (g(0), g(1), g(11))
+        })
+        .collect();
+    for (whole, lo, hi) in found {
+        o = o.replacen(&whole, &format!(">= {lo}, <= {hi} "), 1);
+    }
+    o
+}
+
+impl Constraints {
+    /// `semver.NewConstraint`.
+    pub fn parse(c: &str) -> Result<Constraints, String> {
+        let c = rewrite_range(c);
+        let r = regexes();
+        let mut or = Vec::new();
+        for v in c.split("||") {
+            if !r.valid.is_match(v) {
+                return Err(format!("improper constraint: {v}"));
+            }
+            let mut cs: Vec<&str> = r.find.find_iter(v).map(|m| m.as_str()).collect();
+            if cs.is_empty() {
+                cs.push(v);
+            }
+            let mut and = Vec::new();
+            for s in cs {
+                and.push(parse_constraint(s)?);
+            }
+            or.push(and);
+        }
+        Ok(Constraints { or })
+    }
+
+    /// `Constraints.Check`.
+    pub fn check(&self, v: &Version) -> bool {
+        self.or.iter().any(|and| and.iter().all(|c| c.check(v)))
+    }
+}
+
+fn parse_constraint(c: &str) -> Result<Constraint, String> {
+    if c.is_empty() {
+        return Ok(Constraint {
+            con: Version {
+                major: 0,
+                minor: 0,
+                patch: 0,
+                pre: String::new(),
+                metadata: String::new(),
+                original: "0.0.0".into(),
+            },
+            op: String::new(),
+            minor_dirty: false,
+            patch_dirty: false,
+            dirty: true,
+        });
+    }
+    let caps = regexes()
+        .constraint
+        .captures(c)
+        .ok_or_else(|| format!("improper constraint: {c}"))?;
+    let g = |i: usize| caps.get(i).map_or("", |m| m.as_str());
+    let (m3, m4, m5, m6) = (g(3), g(4), g(5), g(6));
+    let (mut minor_dirty, mut patch_dirty, mut dirty) = (false, false, false);
+    let ver = if is_x(m3) || m3.is_empty() {
+        dirty = true;
+        format!("0.0.0{m6}")
+    } else if is_x(m4.trim_start_matches('.')) || m4.is_empty() {
+        minor_dirty = true;
+        dirty = true;
+        format!("{m3}.0.0{m6}")
+    } else if is_x(m5.trim_start_matches('.')) || m5.is_empty() {
+        dirty = true;
+        patch_dirty = true;
+        format!("{m3}{m4}.0{m6}")
+    } else {
+        g(2).to_string()
+    };
+    let con = Version::parse(&ver).map_err(|_| "constraint Parser Error".to_string())?;
+    Ok(Constraint {
+        con,
+        op: g(1).to_string(),
+        minor_dirty,
+        patch_dirty,
+        dirty,
+    })
+}
+
+impl Constraint {
+    fn check(&self, v: &Version) -> bool {
+        match self.op.as_str() {
+            "" | "=" => self.tilde_or_equal(v),
+            "!=" => self.not_equal(v),
+            ">" => self.greater_than(v),
+            "<" => self.pre_ok(v) && v.compare(&self.con).is_lt(),
+            ">=" | "=>" => self.pre_ok(v) && v.compare(&self.con).is_ge(),
+            "<=" | "=<" => self.less_than_equal(v),
+            "~" | "~>" => self.tilde(v),
+            "^" => self.caret(v),
+            _ => false,
+        }
+    }
+
+    /// A pre-release version only matches constraints with a pre-release.
+    fn pre_ok(&self, v: &Version) -> bool {
+        v.pre.is_empty() || !self.con.pre.is_empty()
+    }
+
+    fn not_equal(&self, v: &Version) -> bool {
+        let c = &self.con;
+        if self.dirty {
+            if !self.pre_ok(v) {
+                return false;
+            }
+            if c.major != v.major {
+                return true;
+            }
+            if c.minor != v.minor && !self.minor_dirty {
+                return true;
+            } else if self.minor_dirty {
+                return false;
+            } else if c.patch != v.patch && !self.patch_dirty {
+                return true;
+            } else if self.patch_dirty {
+                if !v.pre.is_empty() || !c.pre.is_empty() {
+                    return compare_prerelease(&v.pre, &c.pre) != Ordering::Equal;
+                }
+                return false;
+            }
+        }
+        !v.compare(c).is_eq()
+    }
+
+    fn greater_than(&self, v: &Version) -> bool {
+        if !self.pre_ok(v) {
+            return false;
+        }
+        let c = &self.con;
+        if !self.dirty {
+            return v.compare(c).is_gt();
+        }
+        if v.major > c.major {
+            return true;
+        } else if v.major < c.major || self.minor_dirty {
+            return false;
+        } else if self.patch_dirty {
+            return v.minor > c.minor;
+        }
+        v.compare(c).is_gt()
+    }
+
+    fn less_than_equal(&self, v: &Version) -> bool {
+        if !self.pre_ok(v) {
+            return false;
+        }
+        let c = &self.con;
+        if !self.dirty {
+            return v.compare(c).is_le();
+        }
+        if v.major > c.major || v.major == c.major && v.minor > c.minor && !self.minor_dirty {
+            return false;
+        }
+        true
+    }
+
+    fn tilde(&self, v: &Version) -> bool {
+        if !self.pre_ok(v) {
+            return false;
+        }
+        let c = &self.con;
+        if v.compare(c).is_lt() {
+            return false;
+        }
+        if c.major == 0 && c.minor == 0 && c.patch == 0 && !self.minor_dirty && !self.patch_dirty {
+            return true;
+        }
+        if v.major != c.major {
+            return false;
+        }
+        if v.minor != c.minor && !self.minor_dirty {
+            return false;
+        }
+        true
+    }
+
+    fn tilde_or_equal(&self, v: &Version) -> bool {
+        if !self.pre_ok(v) {
+            return false;
+        }
+        if self.dirty {
+            return self.tilde(v);
+        }
+        v.compare(&self.con).is_eq()
+    }
+
+    fn caret(&self, v: &Version) -> bool {
+        if !self.pre_ok(v) {
+            return false;
+        }
+        let c = &self.con;
+        if v.compare(c).is_lt() {
+            return false;
+        }
+        if c.major > 0 || self.minor_dirty {
+            return v.major == c.major;
+        }
+        if c.major == 0 && v.major > 0 {
+            return false;
+        }
+        if c.minor > 0 || self.patch_dirty {
+            return v.minor == c.minor;
+        }
+        if c.minor == 0 && v.minor > 0 {
+            return false;
+        }
+        c.patch == v.patch
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::{err, s, v};
+    use super::*;
+
+    fn check(c: &str, ver: &str) -> bool {
+        match (Constraints::parse(c), Version::parse(ver)) {
+            (Ok(c), Ok(v)) => c.check(&v),
+            (Err(e), _) | (_, Err(e)) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn versions() {
+        assert_eq!(v("semver", &[s("v1.2")]), "1.2.0");
+        assert_eq!(
+            v("semver", &[s("1.2.3-beta.1+build")]),
+            "1.2.3-beta.1+build"
+        );
+        assert_eq!(err("semver", &[s("1.2.3.4")]), "Invalid Semantic Version");
+        assert_eq!(
+            err("semver", &[s("1.2.3-01")]),
+            "Version segment starts with 0"
+        );
+        let Ok(Value::Object(o)) = super::super::testutil::call("semver", &[s("v1.2.3-rc.1")])
+        else {
+            panic!()
+        };
+        let Some(Member::Method(m)) = o.member("Major") else {
+            panic!()
+        };
+        assert!(matches!(m(&[]), Ok(Value::U64(1))));
+        let Some(Member::Method(m)) = o.member("Original") else {
+            panic!()
+        };
+        let Some(Member::Method(inc)) = o.member("IncMajor") else {
+            panic!()
+        };
+        let Ok(Value::Object(next)) = inc(&[]) else {
+            panic!()
+        };
+        assert_eq!(next.type_name(), "semver.Version");
+        assert!(next.member("Original").is_none());
+        assert!(next.member("Major").is_some());
+        assert_eq!(
+            m(&[])
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .as_deref(),
+            Some("v1.2.3-rc.1")
+        );
+    }
+
+    #[test]
+    fn constraints() {
+        assert!(check(">=1.20.0-0", "1.21.0-eks-1"));
+        assert!(!check(">=1.20.0", "1.21.0-eks-1"));
+        assert!(check(">=1.20", "v1.25.3"));
+        assert!(check("~1.2.3", "1.2.9"));
+        assert!(!check("~1.2.3", "1.3.0"));
+        assert!(check("^1.2", "1.9.0"));
+        assert!(!check("^0.2.3", "0.3.0"));
+        assert!(check("^0.0.3", "0.0.3"));
+        assert!(check("1.x", "1.5.0"));
+        assert!(check("*", "3.0.0"));
+        assert!(check("1.2 - 1.4", "1.4.9"));
+        assert!(!check("1.2 - 1.4", "1.5.0"));
+        assert!(check("<1.0.0 || >=2.0.0", "2.1.0"));
+        assert!(check(">1.0, <2.0", "1.5.0"));
+        assert!(!check("!=1.5.0", "1.5.0"));
+        assert!(check("!=1.5.x", "1.6.0"));
+        assert!(check(">1.4.x", "1.5.0"));
+        assert!(check("<=1.4", "1.4.9"));
+        assert_eq!(
+            v("semverCompare", &[s(">=1.8-0"), s("1.19.3-gke.1")]),
+            "true"
+        );
+        assert_eq!(
+            err("semverCompare", &[s("!!1"), s("1.0.0")]),
+            "improper constraint: !!1"
+        );
+        assert_eq!(
+            err("semverCompare", &[s(">1"), s("x")]),
+            "Invalid Semantic Version"
+        );
+    }
+}
