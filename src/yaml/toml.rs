@@ -156,7 +156,7 @@ impl Enc {
                     continue;
                 }
                 if inline {
-                    self.key_value(&mut vec![k.clone()], v, true)?;
+                    self.key_value(std::slice::from_ref(k), v, true)?;
                     if trail_c || i != n - 1 {
                         self.w(", ");
                     }
@@ -174,7 +174,7 @@ impl Enc {
         Ok(())
     }
 
-    fn key_value(&mut self, key: &mut Vec<String>, v: &Yaml, inline: bool) -> Res {
+    fn key_value(&mut self, key: &[String], v: &Yaml, inline: bool) -> Res {
         if key.is_empty() {
             return self.element(v);
         }
