@@ -3,8 +3,8 @@
 //! called each function; the comments show the template expression).
 
 use antiopa::yaml::{
-    Mapping, Yaml, from_toml, from_yaml, from_yaml_array, from_yaml_map, to_json, to_toml,
-    to_yaml, to_yaml_pretty,
+    Mapping, Yaml, from_toml, from_yaml, from_yaml_array, from_yaml_map, to_json, to_toml, to_yaml,
+    to_yaml_pretty,
 };
 
 /// Helm's toYaml: Marshal with one trailing newline trimmed.
@@ -140,8 +140,8 @@ fn to_yaml_from_yaml_is_stable() {
 #[test]
 fn toml_round_trip() {
     // toToml (dict "a" 1 "b" "x" "c" (dict "d" (list 1 2)) "e" 1.5 "f" true)
-    let m = from_toml("a = 1\nb = \"x\"\ne = 1.5\nf = true\n\n[c]\n  d = [1, 2]\n")
-        .unwrap_or_default();
+    let m =
+        from_toml("a = 1\nb = \"x\"\ne = 1.5\nf = true\n\n[c]\n  d = [1, 2]\n").unwrap_or_default();
     assert_eq!(
         to_toml(&Yaml::Map(m)),
         "a = 1\nb = \"x\"\ne = 1.5\nf = true\n\n[c]\n  d = [1, 2]\n"

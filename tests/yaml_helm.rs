@@ -1971,6 +1971,467 @@ b: [
         None,
         Some(r#"error converting YAML to JSON: yaml: did not find expected key"#),
     ),
+    (
+        r#"more 1.yaml"#,
+        r#"a:
+  b: 1
+   c: 2
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error converting YAML to JSON: yaml: line 3: mapping values are not allowed in this context"#,
+        ),
+    ),
+    (
+        r#"more 2.yaml"#,
+        r#"a:
+  - b
+  -c
+ d: 1
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: line 4: could not find expected ':'"#),
+    ),
+    (
+        r#"more 3.yaml"#,
+        r#"image:
+  repository: nginx
+  tag: 1.0
+ pullPolicy: Always
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: line 3: did not find expected key"#),
+    ),
+    (
+        r#"more 4.yaml"#,
+        r#"a: [1, 2]]
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: did not find expected key"#),
+    ),
+    (
+        r#"more 5.yaml"#,
+        r#"a: {b: 1, c: 2}}
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: did not find expected key"#),
+    ),
+    (
+        r#"more 6.yaml"#,
+        r#"a: "x"y
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: did not find expected key"#),
+    ),
+    (
+        r#"more 7.yaml"#,
+        r#"a: 'x'y
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: did not find expected key"#),
+    ),
+    (
+        r#"more 8.yaml"#,
+        r#"a:
+  b
+  c: 1
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error converting YAML to JSON: yaml: line 3: mapping values are not allowed in this context"#,
+        ),
+    ),
+    (
+        r#"more 9.yaml"#,
+        r#"list:
+- a
+ - b
+"#,
+        Some(
+            r#"list:
+- a - b"#,
+        ),
+        Some(r#"{"list":["a - b"]}"#),
+        Some(
+            r#"list:
+  - a - b"#,
+        ),
+        Some(
+            r#"list = ["a - b"]
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"more 10.yaml"#,
+        r#"a: |
+  x
+	y
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error converting YAML to JSON: yaml: line 3: found a tab character where an indentation space is expected"#,
+        ),
+    ),
+    (
+        r#"more 11.yaml"#,
+        r#"a: b
+
+
+
+c: d: e
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error converting YAML to JSON: yaml: line 5: mapping values are not allowed in this context"#,
+        ),
+    ),
+    (
+        r#"more 12.yaml"#,
+        r#"a: &anc 1
+b: &anc 2
+c: *anc
+"#,
+        Some(
+            r#"a: 1
+b: 2
+c: 2"#,
+        ),
+        Some(r#"{"a":1,"b":2,"c":2}"#),
+        Some(
+            r#"a: 1
+b: 2
+c: 2"#,
+        ),
+        Some(
+            r#"a = 1.0
+b = 2.0
+c = 2.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"more 13.yaml"#,
+        r#"? a
+? b
+"#,
+        Some(
+            r#"a: null
+b: null"#,
+        ),
+        Some(r#"{"a":null,"b":null}"#),
+        Some(
+            r#"a: null
+b: null"#,
+        ),
+        Some(r#""#),
+        None,
+    ),
+    (
+        r#"more 14.yaml"#,
+        r#"a: 1
+	b: 2
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error converting YAML to JSON: yaml: line 2: found a tab character that violates indentation"#,
+        ),
+    ),
+    (
+        r#"more 15.yaml"#,
+        r#"x: !!float abc
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: cannot decode !!str `abc` as a !!float"#),
+    ),
+    (
+        r#"more 16.yaml"#,
+        r#"x: !!bool 1
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: cannot decode !!int `1` as a !!bool"#),
+    ),
+    (
+        r#"more 17.yaml"#,
+        r#"x: !!null a
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: cannot decode !!str `a` as a !!null"#),
+    ),
+    (
+        r#"more 18.yaml"#,
+        r#"x: !!int 1.5
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: cannot decode !!float `1.5` as a !!int"#),
+    ),
+    (
+        r#"more 19.yaml"#,
+        r#"x: !!float 5
+"#,
+        Some(r#"x: 5"#),
+        Some(r#"{"x":5}"#),
+        Some(r#"x: 5"#),
+        Some(
+            r#"x = 5.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"more 20.yaml"#,
+        r#"- a
+- b: 1
+  c: 2
+ - d
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: line 3: did not find expected '-' indicator"#),
+    ),
+    (
+        r#"more 21.yaml"#,
+        r#"a:
+  b: [
+    1,
+    2
+  c: 3
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: line 4: did not find expected ',' or ']'"#),
+    ),
+    (
+        r#"more 22.yaml"#,
+        r#"a: "line1
+  line2"
+b: 'x
+
+  y'
+"#,
+        Some(
+            r#"a: line1 line2
+b: |-
+  x
+  y"#,
+        ),
+        Some(r#"{"a":"line1 line2","b":"x\ny"}"#),
+        Some(
+            r#"a: line1 line2
+b: |-
+  x
+  y"#,
+        ),
+        Some(
+            r#"a = "line1 line2"
+b = "x\ny"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"more 23.yaml"#,
+        r#"a: >-
+  folded
+  text
+
+  more
+b: |+
+  keep
+
+"#,
+        Some(
+            r#"a: |-
+  folded text
+  more
+b: |+
+  keep
+"#,
+        ),
+        Some(r#"{"a":"folded text\nmore","b":"keep\n\n"}"#),
+        Some(
+            r#"a: |-
+  folded text
+  more
+b: |+
+  keep
+"#,
+        ),
+        Some(
+            r#"a = "folded text\nmore"
+b = "keep\n\n"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"more 24.yaml"#,
+        r#"key with spaces: v
+"quoted key": v
+? complex
+: v
+"#,
+        Some(
+            r#"complex: v
+key with spaces: v
+quoted key: v"#,
+        ),
+        Some(r#"{"complex":"v","key with spaces":"v","quoted key":"v"}"#),
+        Some(
+            r#"complex: v
+key with spaces: v
+quoted key: v"#,
+        ),
+        Some(
+            r#"complex = "v"
+"key with spaces" = "v"
+"quoted key" = "v"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"more 25.yaml"#,
+        r##"a: 1 # comment
+# full
+b: "#notcomment"
+c: x#y
+"##,
+        Some(
+            r#"a: 1
+b: '#notcomment'
+c: x#y"#,
+        ),
+        Some(r##"{"a":1,"b":"#notcomment","c":"x#y"}"##),
+        Some(
+            r#"a: 1
+b: '#notcomment'
+c: x#y"#,
+        ),
+        Some(
+            r##"a = 1.0
+b = "#notcomment"
+c = "x#y"
+"##,
+        ),
+        None,
+    ),
+    (
+        r#"more 26.yaml"#,
+        r#"anchors:
+  base: &base {a: 1, b: [1, 2]}
+  use: *base
+  merged:
+    <<: [*base]
+    c: 3
+"#,
+        Some(
+            r#"anchors:
+  base:
+    a: 1
+    b:
+    - 1
+    - 2
+  merged:
+    a: 1
+    b:
+    - 1
+    - 2
+    c: 3
+  use:
+    a: 1
+    b:
+    - 1
+    - 2"#,
+        ),
+        Some(
+            r#"{"anchors":{"base":{"a":1,"b":[1,2]},"merged":{"a":1,"b":[1,2],"c":3},"use":{"a":1,"b":[1,2]}}}"#,
+        ),
+        Some(
+            r#"anchors:
+  base:
+    a: 1
+    b:
+      - 1
+      - 2
+  merged:
+    a: 1
+    b:
+      - 1
+      - 2
+    c: 3
+  use:
+    a: 1
+    b:
+      - 1
+      - 2"#,
+        ),
+        Some(
+            r#"[anchors]
+  [anchors.base]
+    a = 1.0
+    b = [1.0, 2.0]
+  [anchors.merged]
+    a = 1.0
+    b = [1.0, 2.0]
+    c = 3.0
+  [anchors.use]
+    a = 1.0
+    b = [1.0, 2.0]
+"#,
+        ),
+        None,
+    ),
 ];
 
 /// Inputs where saphyr's parser and libyaml disagree and no mapping exists:

@@ -807,30 +807,41 @@ pub fn natural_cmp(a: &str, b: &str) -> Ordering {
 }
 
 fn natural_less(a: &str, b: &str) -> bool {
+    // Keys are almost always ASCII: compare bytes as runes without
+    // collecting them.
+    if a.is_ascii() && b.is_ascii() {
+        return natural_less_by(a.as_bytes(), b.as_bytes(), |c: &u8| *c as char);
+    }
     let ar: Vec<char> = a.chars().collect();
     let br: Vec<char> = b.chars().collect();
+    natural_less_by(&ar, &br, |c: &char| *c)
+}
+
+/// sorter.go `keyList.Less` on rune slices.
+fn natural_less_by<T>(ar: &[T], br: &[T], at: impl Fn(&T) -> char) -> bool {
     let is_digit = |c: char| c.is_ascii_digit() || (!c.is_ascii() && c.is_numeric());
     let mut i = 0;
     while i < ar.len() && i < br.len() {
-        if ar[i] == br[i] {
+        let (ac, bc) = (at(&ar[i]), at(&br[i]));
+        if ac == bc {
             i += 1;
             continue;
         }
-        let al = ar[i].is_alphabetic();
-        let bl = br[i].is_alphabetic();
+        let al = ac.is_alphabetic();
+        let bl = bc.is_alphabetic();
         if al && bl {
-            return ar[i] < br[i];
+            return ac < bc;
         }
         if al || bl {
             return bl;
         }
         let mut an: i64 = 0;
         let mut bn: i64 = 0;
-        if ar[i] == '0' || br[i] == '0' {
+        if ac == '0' || bc == '0' {
             let mut j = i;
-            while j > 0 && is_digit(ar[j - 1]) {
+            while j > 0 && is_digit(at(&ar[j - 1])) {
                 j -= 1;
-                if ar[j] != '0' {
+                if at(&ar[j]) != '0' {
                     an = 1;
                     bn = 1;
                     break;
@@ -838,13 +849,17 @@ fn natural_less(a: &str, b: &str) -> bool {
             }
         }
         let mut ai = i;
-        while ai < ar.len() && is_digit(ar[ai]) {
-            an = an.wrapping_mul(10).wrapping_add(ar[ai] as i64 - '0' as i64);
+        while ai < ar.len() && is_digit(at(&ar[ai])) {
+            an = an
+                .wrapping_mul(10)
+                .wrapping_add(at(&ar[ai]) as i64 - '0' as i64);
             ai += 1;
         }
         let mut bi = i;
-        while bi < br.len() && is_digit(br[bi]) {
-            bn = bn.wrapping_mul(10).wrapping_add(br[bi] as i64 - '0' as i64);
+        while bi < br.len() && is_digit(at(&br[bi])) {
+            bn = bn
+                .wrapping_mul(10)
+                .wrapping_add(at(&br[bi]) as i64 - '0' as i64);
             bi += 1;
         }
         if an != bn {
@@ -853,7 +868,7 @@ fn natural_less(a: &str, b: &str) -> bool {
         if ai != bi {
             return ai < bi;
         }
-        return ar[i] < br[i];
+        return ac < bc;
     }
     ar.len() < br.len()
 }

@@ -362,10 +362,38 @@ impl<'a> Loader<'a> {
             );
         }
         let mut line1 = e.marker().line();
-        let (msg, scanner) = map_message(info);
+        let at = char_to_byte(self.src, e.marker().index());
+        let (mut msg, mut scanner) = map_message(info);
+        let line_start = self.src[..at].rfind('\n').map_or(0, |i| i + 1);
+        let before = self.src[line_start..at].trim_end();
         if msg == "found unexpected end of stream" {
             // libyaml reports the end of the input, not the scalar's start.
             line1 = self.src.matches('\n').count() + 1;
+        } else if info.contains("misplaced bracket")
+            && !before.is_empty()
+            && !before.ends_with([':', '-', ',', '[', '{'])
+        {
+            // A closing bracket after a complete block value: libyaml's
+            // block-mapping parser wants the next key.
+            msg = "did not find expected key";
+        } else if msg == "did not find expected key" && self.src[line_start..].starts_with('\t') {
+            // libyaml's scanner stops at the tab first (block scalar
+            // indentation).
+            msg = "found a tab character where an indentation space is expected";
+            scanner = true;
+        } else if info.contains("plain scalar, found a tab") {
+            // The tab is on a continuation line of the plain scalar.
+            if let Some(t) = self.src[at..].find('\t') {
+                line1 = self.src[..at + t].matches('\n').count() + 1;
+            }
+            msg = "found a tab character that violates indentation";
+            scanner = true;
+        } else if info.contains("illegal placement of ':'") {
+            msg = match innermost_flow(&self.src[..at]) {
+                Some('{') => "did not find expected ',' or '}'",
+                _ => "did not find expected ',' or ']'",
+            };
+            scanner = false;
         }
         let line = if scanner {
             line1
@@ -563,6 +591,34 @@ fn char_to_byte(s: &str, ci: usize) -> usize {
         return ci.min(s.len());
     }
     s.char_indices().nth(ci).map_or(s.len(), |(b, _)| b)
+}
+
+/// The innermost unclosed flow bracket in `text` (quotes and comments
+/// skipped roughly), for naming the flow collection an error is in.
+fn innermost_flow(text: &str) -> Option<char> {
+    let mut stack = Vec::new();
+    let mut quote: Option<char> = None;
+    let mut comment = false;
+    for c in text.chars() {
+        if comment {
+            comment = c != '\n';
+            continue;
+        }
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None => match c {
+                '"' | '\'' => quote = Some(c),
+                '#' => comment = true,
+                '[' | '{' => stack.push(c),
+                ']' | '}' => {
+                    stack.pop();
+                }
+                _ => {}
+            },
+        }
+    }
+    stack.pop()
 }
 
 /// saphyr message → (libyaml problem text, is a scanner error).
