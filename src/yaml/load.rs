@@ -22,6 +22,22 @@ use std::collections::HashMap;
 #[error("{0}")]
 pub struct LoadError(pub String);
 
+/// A scalar as sigs.k8s.io/yaml stores it into a Go `string` struct field
+/// (Chart.yaml's `version`, `appVersion`, …): convertToJSONableObject turns
+/// ints into decimal text, floats into `FormatFloat(f, 'g', -1, 32)` (so
+/// `1.10` becomes "1.1" and `1.0` becomes "1") and bools into
+/// "true"/"false". Use it on values loaded with [`Numbers::Yaml`], which
+/// keeps yaml.v2's int/float distinction. `None` for null, lists and maps.
+pub fn go_string_field(v: &Yaml) -> Option<String> {
+    match v {
+        Yaml::Str(s) => Some(s.clone()),
+        Yaml::Int(i) => Some(i.to_string()),
+        Yaml::Float(f) => Some(format_g(*f, true)),
+        Yaml::Bool(b) => Some(b.to_string()),
+        Yaml::Null | Yaml::Seq(_) | Yaml::Map(_) => None,
+    }
+}
+
 /// How numbers come out of the loader.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Numbers {
@@ -237,7 +253,13 @@ impl<'a> Loader<'a> {
                             if v == "<<" && tag.as_deref().is_none_or(is_merge_tag) =>
                         {
                             let (ev, span) = self.next()?;
+                            let via_alias = matches!(ev, Event::Alias(_));
                             let src = self.node(ev, span)?;
+                            // decode.go merge: an alias must name a mapping
+                            // (not a sequence of them).
+                            if via_alias && !matches!(src, Yaml::Map(_)) {
+                                return Err(MERGE_WANT.into());
+                            }
                             merge(&mut map, src)?;
                         }
                         ev => {
@@ -413,8 +435,10 @@ impl<'a> Loader<'a> {
 /// Merges a `<<` value into `map` (decode.go `merge`): a mapping, or a
 /// sequence of mappings where earlier ones win; merged keys overwrite keys
 /// already set because go-yaml decodes them into the same map.
+const MERGE_WANT: &str = "yaml: map merge requires map or sequence of maps as the value";
+
 fn merge(map: &mut Mapping, src: Yaml) -> Res<()> {
-    const WANT: &str = "yaml: map merge requires map or sequence of maps as the value";
+    const WANT: &str = MERGE_WANT;
     match src {
         Yaml::Map(m) => {
             map.extend(m);
@@ -711,6 +735,32 @@ mod tests {
             Ok(v) => v,
             Err(e) => panic!("{s:?}: {e}"),
         }
+    }
+
+    #[test]
+    fn yaml_numbers_and_string_fields() {
+        let v = load(
+            "version: 1.10\napp: 1.0\nnum: 12345678\nb: yes\n",
+            Numbers::Yaml,
+        )
+        .unwrap_or_default();
+        let Yaml::Map(m) = v else { panic!() };
+        assert_eq!(m["num"], Yaml::Int(12345678));
+        assert_eq!(go_string_field(&m["version"]).as_deref(), Some("1.1"));
+        assert_eq!(go_string_field(&m["app"]).as_deref(), Some("1"));
+        assert_eq!(go_string_field(&m["num"]).as_deref(), Some("12345678"));
+        assert_eq!(go_string_field(&m["b"]).as_deref(), Some("true"));
+    }
+
+    #[test]
+    fn merge_alias_must_be_a_map() {
+        let e = from_yaml("l: &l [{a: 1}]\nm:\n  <<: *l\n");
+        assert_eq!(
+            e,
+            Err(LoadError(
+                "error converting YAML to JSON: yaml: map merge requires map or sequence of maps as the value".into()
+            ))
+        );
     }
 
     #[test]

@@ -19,6 +19,8 @@ pub mod value;
 
 pub use emit::{EmitError, natural_cmp, to_yaml, to_yaml_pretty, try_to_yaml};
 pub use json::{JsonError, to_json};
-pub use load::{LoadError, Numbers, from_yaml, from_yaml_array, from_yaml_map, load};
+pub use load::{
+    LoadError, Numbers, from_yaml, from_yaml_array, from_yaml_map, go_string_field, load,
+};
 pub use toml::{from_toml, to_toml};
 pub use value::{Mapping, Yaml};
