@@ -14,6 +14,7 @@ use super::num::format_g;
 use super::resolve::{Resolved, resolve_plain};
 use super::{Mapping, Yaml};
 use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Span, StrInput, Tag};
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// A load failure, with the exact text Helm shows (for example
@@ -216,7 +217,7 @@ impl<'a> Loader<'a> {
         self.count(1, false)?;
         match ev {
             Event::Scalar(value, style, anchor, tag) => {
-                let raw = scalar(&value, style, tag.as_deref())?;
+                let raw = scalar(value, style, tag.as_deref())?;
                 let v = self.raw_value(raw);
                 if anchor > 0 {
                     self.anchors.insert(anchor, v.clone());
@@ -321,7 +322,7 @@ impl<'a> Loader<'a> {
         match ev {
             Event::Scalar(value, style, anchor, tag) => {
                 self.count(1, false)?;
-                let raw = scalar(&value, style, tag.as_deref())?;
+                let raw = scalar(value, style, tag.as_deref())?;
                 if anchor > 0 {
                     let v = self.raw_value_keep(&raw);
                     self.anchors.insert(anchor, v);
@@ -464,34 +465,34 @@ fn is_merge_tag(t: &Tag) -> bool {
 }
 
 /// decode.go `scalar` for an `interface{}` target.
-fn scalar(value: &str, style: ScalarStyle, tag: Option<&Tag>) -> Res<Raw> {
+fn scalar(value: Cow<'_, str>, style: ScalarStyle, tag: Option<&Tag>) -> Res<Raw> {
     let Some(tag) = tag else {
         if style != ScalarStyle::Plain {
-            return Ok(Raw::Str(value.to_string()));
+            return Ok(Raw::Str(value.into_owned()));
         }
-        return Ok(match resolve_plain(value) {
+        return Ok(match resolve_plain(&value) {
             Resolved::Null => Raw::Null,
             Resolved::Bool(b) => Raw::Bool(b),
             Resolved::Int(i) => Raw::Int(i),
             Resolved::Uint(u) => Raw::Uint(u),
             Resolved::Float(f) => Raw::Float(f),
-            Resolved::Timestamp | Resolved::Merge | Resolved::Str => Raw::Str(value.to_string()),
+            Resolved::Timestamp | Resolved::Merge | Resolved::Str => Raw::Str(value.into_owned()),
         });
     };
     if !tag.is_yaml_core_schema() {
         // Non-specific `!` and application tags: yaml.v2 keeps the text.
-        return Ok(Raw::Str(value.to_string()));
+        return Ok(Raw::Str(value.into_owned()));
     }
     let want = tag.suffix.as_str();
     match want {
-        "str" => return Ok(Raw::Str(value.to_string())),
-        "binary" => return decode_binary(value),
+        "str" => return Ok(Raw::Str(value.into_owned())),
+        "binary" => return decode_binary(&value),
         "bool" | "int" | "float" | "null" | "timestamp" => {}
-        _ => return Ok(Raw::Str(value.to_string())),
+        _ => return Ok(Raw::Str(value.into_owned())),
     }
     // resolve(tag, in): resolve as if implicit, then check the result
     // against the explicit tag (an int is accepted as a float).
-    let r = resolve_plain(value);
+    let r = resolve_plain(&value);
     let ok = matches!(
         (want, &r),
         ("bool", Resolved::Bool(_))
@@ -521,7 +522,7 @@ fn scalar(value: &str, style: ScalarStyle, tag: Option<&Tag>) -> Res<Raw> {
         Resolved::Int(i) => Raw::Int(i),
         Resolved::Uint(u) => Raw::Uint(u),
         Resolved::Float(f) => Raw::Float(f),
-        _ => Raw::Str(value.to_string()),
+        _ => Raw::Str(value.into_owned()),
     })
 }
 
