@@ -1612,6 +1612,402 @@ b = ""
         None,
     ),
     (
+        r#"case 35.yaml"#,
+        r##"s00: "a \x0a"
+s01: " \x0a"
+s02: "\x0a\x0a"
+s03: "a\x0a "
+s04: "a\x0a\x09b"
+s05: "- x\x0ay"
+s06: "#x\x0ay"
+s07: "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\x0ay y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y "
+s08: "123abc"
+s09: "1.2.3"
+s10: "1e"
+s11: "0x"
+s12: "-.5"
+s13: "1,000"
+s14: "1_000_000"
+s15: "0b"
+s16: "0o"
+s17: "1__0"
+s18: "   "
+s19: "\u2028"
+s20: "a\u2029b"
+s21: "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\x09 word word word word word word word word word word word word word word word word word word word word"
+s22: "k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v "
+s23: "a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  "
+s24: "éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé éééééééééé"
+s25: "word word word word word word word word word word word word word word word \x0aword word word word word word word word word word word word word word word word word word word word word word word word word word word word word word "
+s26: "ends with colon:"
+s27: "a: "
+s28: "key:value"
+s29: "x # y"
+s30: "x #y"
+s31: "[x"
+s32: "{x"
+s33: "x]"
+s34: "!"
+s35: "&"
+s36: "*"
+s37: "? "
+s38: "-1e3"
+s39: "1e+3"
+s40: "+0"
+s41: "-0"
+s42: "0.0"
+s43: "1:1:1:1"
+s44: "60:60"
+s45: "1:60"
+s46: "0:0"
+"##,
+        Some(
+            r#"s00: "a \n"
+s01: " \n"
+s02: |2+
+
+
+s03: "a\n "
+s04: "a\n\tb"
+s05: |-
+  - x
+  y
+s06: |-
+  #x
+  y
+s07: "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\ny
+  y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y
+  y y y y y y y y y y y y y y y y y y y "
+s08: 123abc
+s09: 1.2.3
+s10: 1e
+s11: 0x
+s12: "-.5"
+s13: 1,000
+s14: "1_000_000"
+s15: 0b
+s16: 0o
+s17: "1__0"
+s18: '   '
+s19: ' '
+s20: 'a   b'
+s21: "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\t word word word word word
+  word word word word word word word word word word word word word word word"
+s22: 'k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k:
+  v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v '
+s23: 'a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  '
+s24: éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé
+  éééééééééé
+s25: "word word word word word word word word word word word word word word word \nword
+  word word word word word word word word word word word word word word word word
+  word word word word word word word word word word word word word "
+s26: 'ends with colon:'
+s27: 'a: '
+s28: key:value
+s29: 'x # y'
+s30: 'x #y'
+s31: '[x'
+s32: '{x'
+s33: x]
+s34: '!'
+s35: '&'
+s36: '*'
+s37: '? '
+s38: "-1e3"
+s39: "1e+3"
+s40: "+0"
+s41: "-0"
+s42: "0.0"
+s43: "1:1:1:1"
+s44: 60:60
+s45: 1:60
+s46: "0:0""#,
+        ),
+        Some(
+            r##"{"s00":"a \n","s01":" \n","s02":"\n\n","s03":"a\n ","s04":"a\n\tb","s05":"- x\ny","s06":"#x\ny","s07":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\ny y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y ","s08":"123abc","s09":"1.2.3","s10":"1e","s11":"0x","s12":"-.5","s13":"1,000","s14":"1_000_000","s15":"0b","s16":"0o","s17":"1__0","s18":"   ","s19":"\u2028","s20":"a\u2029b","s21":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\t word word word word word word word word word word word word word word word word word word word word","s22":"k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v ","s23":"a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  ","s24":"éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé éééééééééé","s25":"word word word word word word word word word word word word word word word \nword word word word word word word word word word word word word word word word word word word word word word word word word word word word word word ","s26":"ends with colon:","s27":"a: ","s28":"key:value","s29":"x # y","s30":"x #y","s31":"[x","s32":"{x","s33":"x]","s34":"!","s35":"\u0026","s36":"*","s37":"? ","s38":"-1e3","s39":"1e+3","s40":"+0","s41":"-0","s42":"0.0","s43":"1:1:1:1","s44":"60:60","s45":"1:60","s46":"0:0"}"##,
+        ),
+        Some(
+            r#"s00: "a \n"
+s01: " \n"
+s02: |2+
+
+
+s03: "a\n "
+s04: |-
+  a
+  	b
+s05: |-
+  - x
+  y
+s06: |-
+  #x
+  y
+s07: "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\ny y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y "
+s08: 123abc
+s09: 1.2.3
+s10: 1e
+s11: 0x
+s12: "-.5"
+s13: 1,000
+s14: "1_000_000"
+s15: 0b
+s16: 0o
+s17: "1__0"
+s18: '   '
+s19: ' '
+s20: 'a   b'
+s21: "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\t word word word word word word word word word word word word word word word word word word word word"
+s22: 'k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v '
+s23: 'a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  '
+s24: éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé éééééééééé
+s25: "word word word word word word word word word word word word word word word \nword word word word word word word word word word word word word word word word word word word word word word word word word word word word word word "
+s26: 'ends with colon:'
+s27: 'a: '
+s28: key:value
+s29: 'x # y'
+s30: 'x #y'
+s31: '[x'
+s32: '{x'
+s33: x]
+s34: '!'
+s35: '&'
+s36: '*'
+s37: '? '
+s38: "-1e3"
+s39: "1e+3"
+s40: "+0"
+s41: "-0"
+s42: "0.0"
+s43: "1:1:1:1"
+s44: 60:60
+s45: 1:60
+s46: "0:0""#,
+        ),
+        Some(
+            r##"s00 = "a \n"
+s01 = " \n"
+s02 = "\n\n"
+s03 = "a\n "
+s04 = "a\n\tb"
+s05 = "- x\ny"
+s06 = "#x\ny"
+s07 = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\ny y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y "
+s08 = "123abc"
+s09 = "1.2.3"
+s10 = "1e"
+s11 = "0x"
+s12 = "-.5"
+s13 = "1,000"
+s14 = "1_000_000"
+s15 = "0b"
+s16 = "0o"
+s17 = "1__0"
+s18 = "   "
+s19 = " "
+s20 = "a b"
+s21 = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\t word word word word word word word word word word word word word word word word word word word word"
+s22 = "k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v "
+s23 = "a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  "
+s24 = "éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé éééééééééé"
+s25 = "word word word word word word word word word word word word word word word \nword word word word word word word word word word word word word word word word word word word word word word word word word word word word word word "
+s26 = "ends with colon:"
+s27 = "a: "
+s28 = "key:value"
+s29 = "x # y"
+s30 = "x #y"
+s31 = "[x"
+s32 = "{x"
+s33 = "x]"
+s34 = "!"
+s35 = "&"
+s36 = "*"
+s37 = "? "
+s38 = "-1e3"
+s39 = "1e+3"
+s40 = "+0"
+s41 = "-0"
+s42 = "0.0"
+s43 = "1:1:1:1"
+s44 = "60:60"
+s45 = "1:60"
+s46 = "0:0"
+"##,
+        ),
+        None,
+    ),
+    (
+        r#"case 36.yaml"#,
+        r#""é": 0
+"e": 1
+"z": 2
+"ä1": 3
+"ä10": 4
+"ä9": 5
+"١٢": 6
+"a١": 7
+"Z": 8
+"_": 9
+"-": 10
+"0": 11
+"00": 12
+"007": 13
+"7": 14
+"a0b": 15
+"a00b": 16
+"a0": 17
+"a": 18
+"ab": 19
+"a b": 20
+"A1": 21
+"a1": 22
+"#,
+        Some(
+            r#"'-': 10
+_: 9
+"0": 11
+"00": 12
+"7": 14
+"007": 13
+١٢: 6
+A1: 21
+Z: 8
+a: 18
+a b: 20
+a0: 17
+a00b: 16
+a0b: 15
+a1: 22
+a١: 7
+ab: 19
+e: 1
+z: 2
+ä1: 3
+ä9: 5
+ä10: 4
+é: 0"#,
+        ),
+        Some(
+            r#"{"-":10,"0":11,"00":12,"007":13,"7":14,"A1":21,"Z":8,"_":9,"a":18,"a b":20,"a0":17,"a00b":16,"a0b":15,"a1":22,"ab":19,"a١":7,"e":1,"z":2,"ä1":3,"ä10":4,"ä9":5,"é":0,"١٢":6}"#,
+        ),
+        Some(
+            r#"'-': 10
+_: 9
+"0": 11
+"00": 12
+"7": 14
+"007": 13
+١٢: 6
+A1: 21
+Z: 8
+a: 18
+a b: 20
+a0: 17
+a0b: 15
+a00b: 16
+a1: 22
+a١: 7
+ab: 19
+e: 1
+z: 2
+ä1: 3
+ä9: 5
+ä10: 4
+é: 0"#,
+        ),
+        Some(
+            r#"- = 10.0
+0 = 11.0
+00 = 12.0
+007 = 13.0
+7 = 14.0
+A1 = 21.0
+Z = 8.0
+_ = 9.0
+a = 18.0
+"a b" = 20.0
+a0 = 17.0
+a00b = 16.0
+a0b = 15.0
+a1 = 22.0
+ab = 19.0
+"a١" = 7.0
+e = 1.0
+z = 2.0
+"ä1" = 3.0
+"ä10" = 4.0
+"ä9" = 5.0
+"é" = 0.0
+"١٢" = 6.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 37.yaml"#,
+        r#""multi\x0aline key": 0
+"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk": 1
+"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk": 2
+"x\x0a": 3
+"a\x09b": 4
+"": 5
+" lead": 6
+"trail ": 7
+"éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé": 8
+"#,
+        Some(
+            r#""": 5
+' lead': 6
+"a\tb": 4
+kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk: 2
+? kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk
+: 1
+? |-
+  multi
+  line key
+: 0
+'trail ': 7
+? |
+  x
+: 3
+? éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé
+: 8"#,
+        ),
+        Some(
+            r#"{"":5," lead":6,"a\tb":4,"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk":2,"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk":1,"multi\nline key":0,"trail ":7,"x\n":3,"éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé":8}"#,
+        ),
+        Some(
+            r#""": 5
+' lead': 6
+"a\tb": 4
+kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk: 2
+? kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk
+: 1
+? |-
+  multi
+  line key
+: 0
+'trail ': 7
+? |
+  x
+: 3
+? éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé
+: 8"#,
+        ),
+        Some(
+            r#""" = 5.0
+" lead" = 6.0
+"a\tb" = 4.0
+kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk = 2.0
+kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk = 1.0
+"multi\nline key" = 0.0
+"trail " = 7.0
+"x\n" = 3.0
+"éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé" = 8.0
+"#,
+        ),
+        None,
+    ),
+    (
         r#"bad 1.yaml"#,
         r#"a: b: c
 "#,

@@ -302,7 +302,8 @@ impl Emitter {
         let saved = self.increase_indent(false, false);
         let mut keys: Vec<(&String, &Yaml)> = m.iter().collect();
         if !keys.iter().all(|(k, _)| k.is_ascii()) || keys.iter().any(|(k, _)| needs_natural(k)) {
-            keys.sort_by(|a, b| natural_cmp(a.0, b.0));
+            let v3 = self.flavor == Flavor::V3;
+            keys.sort_by(|a, b| key_cmp(a.0, b.0, v3));
         }
         for (k, v) in keys {
             self.write_indent();
@@ -797,33 +798,41 @@ fn needs_natural(k: &str) -> bool {
 /// sorter.go `keyList.Less` for two string keys: letters sort before
 /// non-letters, runs of digits compare by numeric value.
 pub fn natural_cmp(a: &str, b: &str) -> Ordering {
-    if natural_less(a, b) {
+    key_cmp(a, b, false)
+}
+
+/// `keyList.Less` of yaml.v2 or (`v3`) yaml.v3, as an ordering.
+fn key_cmp(a: &str, b: &str, v3: bool) -> Ordering {
+    if natural_less(a, b, v3) {
         Ordering::Less
-    } else if natural_less(b, a) {
+    } else if natural_less(b, a, v3) {
         Ordering::Greater
     } else {
         Ordering::Equal
     }
 }
 
-fn natural_less(a: &str, b: &str) -> bool {
+fn natural_less(a: &str, b: &str, v3: bool) -> bool {
     // Keys are almost always ASCII: compare bytes as runes without
     // collecting them.
     if a.is_ascii() && b.is_ascii() {
-        return natural_less_by(a.as_bytes(), b.as_bytes(), |c: &u8| *c as char);
+        return natural_less_by(a.as_bytes(), b.as_bytes(), v3, |c: &u8| *c as char);
     }
     let ar: Vec<char> = a.chars().collect();
     let br: Vec<char> = b.chars().collect();
-    natural_less_by(&ar, &br, |c: &char| *c)
+    natural_less_by(&ar, &br, v3, |c: &char| *c)
 }
 
-/// sorter.go `keyList.Less` on rune slices.
-fn natural_less_by<T>(ar: &[T], br: &[T], at: impl Fn(&T) -> char) -> bool {
+/// sorter.go `keyList.Less` on rune slices. yaml.v3 (`v3`) differs in one
+/// rule: after a run of equal digits, a letter sorts before a digit.
+fn natural_less_by<T>(ar: &[T], br: &[T], v3: bool, at: impl Fn(&T) -> char) -> bool {
     let is_digit = |c: char| c.is_ascii_digit() || (!c.is_ascii() && c.is_numeric());
     let mut i = 0;
+    let mut digits = false;
     while i < ar.len() && i < br.len() {
         let (ac, bc) = (at(&ar[i]), at(&br[i]));
         if ac == bc {
+            digits = is_digit(ac);
             i += 1;
             continue;
         }
@@ -833,7 +842,7 @@ fn natural_less_by<T>(ar: &[T], br: &[T], at: impl Fn(&T) -> char) -> bool {
             return ac < bc;
         }
         if al || bl {
-            return bl;
+            return if v3 && digits { al } else { bl };
         }
         let mut an: i64 = 0;
         let mut bn: i64 = 0;
