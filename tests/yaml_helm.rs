@@ -2008,6 +2008,755 @@ kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk
         None,
     ),
     (
+        r#"case 38.yaml"#,
+        r#"plain: this is
+  a multi line
+
+  plain scalar
+next: v
+"#,
+        Some(
+            r#"next: v
+plain: |-
+  this is a multi line
+  plain scalar"#,
+        ),
+        Some(r#"{"next":"v","plain":"this is a multi line\nplain scalar"}"#),
+        Some(
+            r#"next: v
+plain: |-
+  this is a multi line
+  plain scalar"#,
+        ),
+        Some(
+            r#"next = "v"
+plain = "this is a multi line\nplain scalar"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 39.yaml"#,
+        r#"fold: >
+  a
+    indented
+  b
+
+
+  c
+fold2: >-
+
+  lead
+fold3: >+
+  x
+
+"#,
+        Some(
+            r#"fold: |
+  a
+    indented
+  b
+
+  c
+fold2: |2-
+
+  lead
+fold3: |+
+  x
+"#,
+        ),
+        Some(r#"{"fold":"a\n  indented\nb\n\nc\n","fold2":"\nlead","fold3":"x\n\n"}"#),
+        Some(
+            r#"fold: |
+  a
+    indented
+  b
+
+  c
+fold2: |2-
+
+  lead
+fold3: |+
+  x
+"#,
+        ),
+        Some(
+            r#"fold = "a\n  indented\nb\n\nc\n"
+fold2 = "\nlead"
+fold3 = "x\n\n"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 40.yaml"#,
+        r#"lit: |2
+   two extra
+  base
+lit2: |-
+  a
+
+  b
+
+
+lit3: |
+
+  after blank
+last: 1
+"#,
+        Some(
+            r#"last: 1
+lit: |2
+   two extra
+  base
+lit2: |-
+  a
+
+  b
+lit3: |2
+
+  after blank"#,
+        ),
+        Some(r#"{"last":1,"lit":" two extra\nbase\n","lit2":"a\n\nb","lit3":"\nafter blank\n"}"#),
+        Some(
+            r#"last: 1
+lit: |2
+   two extra
+  base
+lit2: |-
+  a
+
+  b
+lit3: |2
+
+  after blank"#,
+        ),
+        Some(
+            r#"last = 1.0
+lit = " two extra\nbase\n"
+lit2 = "a\n\nb"
+lit3 = "\nafter blank\n"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 41.yaml"#,
+        r#"%YAML 1.1
+---
+a: 1
+"#,
+        Some(r#"a: 1"#),
+        Some(r#"{"a":1}"#),
+        Some(r#"a: 1"#),
+        Some(
+            r#"a = 1.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 42.yaml"#,
+        r#"%TAG !e! tag:example.com,2000:
+---
+a: !e!foo bar
+"#,
+        Some(r#"a: bar"#),
+        Some(r#"{"a":"bar"}"#),
+        Some(r#"a: bar"#),
+        Some(
+            r#"a = "bar"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 43.yaml"#,
+        r#"flow: [a: 1, b]
+fm: {a, b: c}
+nested: {x: [1, {y: 2}]}
+"#,
+        Some(
+            r#"flow:
+- a: 1
+- b
+fm:
+  a: null
+  b: c
+nested:
+  x:
+  - 1
+  - "true": 2"#,
+        ),
+        Some(r#"{"flow":[{"a":1},"b"],"fm":{"a":null,"b":"c"},"nested":{"x":[1,{"true":2}]}}"#),
+        Some(
+            r#"flow:
+  - a: 1
+  - b
+fm:
+  a: null
+  b: c
+nested:
+  x:
+    - 1
+    - "true": 2"#,
+        ),
+        Some(
+            r#"flow = [{a = 1.0}, "b"]
+
+[fm]
+  b = "c"
+
+[nested]
+  x = [1.0, {true = 2.0}]
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 44.yaml"#,
+        r#"empty:
+null_v: null
+tilde: ~
+list:
+-
+- ~
+- ''
+"#,
+        Some(
+            r#"empty: null
+list:
+- null
+- null
+- ""
+null_v: null
+tilde: null"#,
+        ),
+        Some(r#"{"empty":null,"list":[null,null,""],"null_v":null,"tilde":null}"#),
+        Some(
+            r#"empty: null
+list:
+  - null
+  - null
+  - ""
+null_v: null
+tilde: null"#,
+        ),
+        Some(r#"toml: cannot encode array with nil element"#),
+        None,
+    ),
+    (
+        r#"case 45.yaml"#,
+        r#"? complex key
+: value
+"#,
+        Some(r#"complex key: value"#),
+        Some(r#"{"complex key":"value"}"#),
+        Some(r#"complex key: value"#),
+        Some(
+            r#""complex key" = "value"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 46.yaml"#,
+        r#"a: !!str
+b: !!null
+c: &anc
+d: *anc
+"#,
+        Some(
+            r#"a: ""
+b: null
+c: null
+d: null"#,
+        ),
+        Some(r#"{"a":"","b":null,"c":null,"d":null}"#),
+        Some(
+            r#"a: ""
+b: null
+c: null
+d: null"#,
+        ),
+        Some(
+            r#"a = ""
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 47.yaml"#,
+        r#"'single': 'it''s'
+"double": "tab\there \\ \x41 \u263A \U0001F600 \/ \N \_ \L \P"
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: line 2: found unknown escape character"#),
+    ),
+    (
+        r#"case 48.yaml"#,
+        r#"a:
+- b
+-   c
+-
+  d: 1
+  e: 2
+- - x
+  - y
+"#,
+        Some(
+            r#"a:
+- b
+- c
+- d: 1
+  e: 2
+- - x
+  - true"#,
+        ),
+        Some(r#"{"a":["b","c",{"d":1,"e":2},["x",true]]}"#),
+        Some(
+            r#"a:
+  - b
+  - c
+  - d: 1
+    e: 2
+  - - x
+    - true"#,
+        ),
+        Some(
+            r#"a = ["b", "c", {d = 1.0, e = 2.0}, ["x", true]]
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 49.yaml"#,
+        r#"key: value # comment
+# comment
+other: 'x' # c
+url: http://x.com/#a
+"#,
+        Some(
+            r#"key: value
+other: x
+url: http://x.com/#a"#,
+        ),
+        Some(r#"{"key":"value","other":"x","url":"http://x.com/#a"}"#),
+        Some(
+            r#"key: value
+other: x
+url: http://x.com/#a"#,
+        ),
+        Some(
+            r#"key = "value"
+other = "x"
+url = "http://x.com/#a"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 50.yaml"#,
+        r#"a: 1
+...
+"#,
+        Some(r#"a: 1"#),
+        Some(r#"{"a":1}"#),
+        Some(r#"a: 1"#),
+        Some(
+            r#"a = 1.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 51.yaml"#,
+        r#"--- |
+  literal doc
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error unmarshaling JSON: while decoding JSON: json: cannot unmarshal string into Go value of type map[string]interface {}"#,
+        ),
+    ),
+    (
+        r#"case 52.yaml"#,
+        r#"--- >
+  folded
+  doc
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error unmarshaling JSON: while decoding JSON: json: cannot unmarshal string into Go value of type map[string]interface {}"#,
+        ),
+    ),
+    (
+        r#"case 53.yaml"#,
+        r#"root: {a: [1,2,3], b: {c: d}}
+"#,
+        Some(
+            r#"root:
+  a:
+  - 1
+  - 2
+  - 3
+  b:
+    c: d"#,
+        ),
+        Some(r#"{"root":{"a":[1,2,3],"b":{"c":"d"}}}"#),
+        Some(
+            r#"root:
+  a:
+    - 1
+    - 2
+    - 3
+  b:
+    c: d"#,
+        ),
+        Some(
+            r#"[root]
+  a = [1.0, 2.0, 3.0]
+  [root.b]
+    c = "d"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 54.yaml"#,
+        r#"k: 'multi
+  line
+
+  single'
+d: "multi
+  line\
+  escaped"
+"#,
+        Some(
+            r#"d: multi lineescaped
+k: |-
+  multi line
+  single"#,
+        ),
+        Some(r#"{"d":"multi lineescaped","k":"multi line\nsingle"}"#),
+        Some(
+            r#"d: multi lineescaped
+k: |-
+  multi line
+  single"#,
+        ),
+        Some(
+            r#"d = "multi lineescaped"
+k = "multi line\nsingle"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 55.yaml"#,
+        r#"k: -
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error converting YAML to JSON: yaml: block sequence entries are not allowed in this context"#,
+        ),
+    ),
+    (
+        r#"case 56.yaml"#,
+        r#"x: 1
+y: .5
+z: -.5
+w: +.5
+v: 1.
+u: 0.
+t: 1e5
+s: 1E-5
+r: 6.8523015e+5
+q: 685.230_15e+03
+p: 685_230.15
+o: 190:20:30.15
+"#,
+        Some(
+            r#"o: "190:20:30.15"
+p: 685230.15
+q: 685230.15
+r: 685230.15
+s: 1e-05
+t: 100000
+"true": 0.5
+u: 0
+v: 1
+w: 0.5
+x: 1
+z: -0.5"#,
+        ),
+        Some(
+            r#"{"o":"190:20:30.15","p":685230.15,"q":685230.15,"r":685230.15,"s":0.00001,"t":100000,"true":0.5,"u":0,"v":1,"w":0.5,"x":1,"z":-0.5}"#,
+        ),
+        Some(
+            r#"o: "190:20:30.15"
+p: 685230.15
+q: 685230.15
+r: 685230.15
+s: 1e-05
+t: 100000
+"true": 0.5
+u: 0
+v: 1
+w: 0.5
+x: 1
+z: -0.5"#,
+        ),
+        Some(
+            r#"o = "190:20:30.15"
+p = 685230.15
+q = 685230.15
+r = 685230.15
+s = 0.00001
+t = 100000.0
+true = 0.5
+u = 0.0
+v = 1.0
+w = 0.5
+x = 1.0
+z = -0.5
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 57.yaml"#,
+        r#"i: 0b1010_0111_0100_1010_1110
+j: -0b11
+k: 02472256
+l: 0x_0A_74_AE
+m: 685_230
+n: +685_230
+o: 190:20:30
+max: 9223372036854775807
+min: -9223372036854775808
+over: 9223372036854775808
+over2: 18446744073709551616
+"#,
+        Some(
+            r#""false": 685230
+i: 685230
+j: -3
+k: 685230
+l: 685230
+m: 685230
+max: 9223372036854776000
+min: -9.223372036854776e+18
+o: "190:20:30"
+over: 9223372036854776000
+over2: 1.8446744073709552e+19"#,
+        ),
+        Some(
+            r#"{"false":685230,"i":685230,"j":-3,"k":685230,"l":685230,"m":685230,"max":9223372036854776000,"min":-9223372036854776000,"o":"190:20:30","over":9223372036854776000,"over2":18446744073709552000}"#,
+        ),
+        Some(
+            r#""false": 685230
+i: 685230
+j: -3
+k: 685230
+l: 685230
+m: 685230
+max: 9.223372036854776e+18
+min: -9.223372036854776e+18
+o: "190:20:30"
+over: 9.223372036854776e+18
+over2: 1.8446744073709552e+19"#,
+        ),
+        Some(
+            r#"false = 685230.0
+i = 685230.0
+j = -3.0
+k = 685230.0
+l = 685230.0
+m = 685230.0
+max = 9223372036854776000.0
+min = -9223372036854776000.0
+o = "190:20:30"
+over = 9223372036854776000.0
+over2 = 18446744073709552000.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 58.yaml"#,
+        r#"t1: 2001-12-14t21:59:43.10-05:00
+t2: 2001-12-14 21:59:43.10 -5
+t3: 2002-12-14
+t4: !!timestamp 2001-12-14
+"#,
+        Some(
+            r#"t1: "2001-12-14t21:59:43.10-05:00"
+t2: 2001-12-14 21:59:43.10 -5
+t3: "2002-12-14"
+t4: "2001-12-14""#,
+        ),
+        Some(
+            r#"{"t1":"2001-12-14t21:59:43.10-05:00","t2":"2001-12-14 21:59:43.10 -5","t3":"2002-12-14","t4":"2001-12-14"}"#,
+        ),
+        Some(
+            r#"t1: "2001-12-14t21:59:43.10-05:00"
+t2: 2001-12-14 21:59:43.10 -5
+t3: "2002-12-14"
+t4: "2001-12-14""#,
+        ),
+        Some(
+            r#"t1 = "2001-12-14t21:59:43.10-05:00"
+t2 = "2001-12-14 21:59:43.10 -5"
+t3 = "2002-12-14"
+t4 = "2001-12-14"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 59.yaml"#,
+        r#"anchors:
+  - &a {x: 1}
+  - *a
+  - &b [1, 2]
+  - *b
+redefine: &a 5
+use: *a
+"#,
+        Some(
+            r#"anchors:
+- x: 1
+- x: 1
+- - 1
+  - 2
+- - 1
+  - 2
+redefine: 5
+use: 5"#,
+        ),
+        Some(r#"{"anchors":[{"x":1},{"x":1},[1,2],[1,2]],"redefine":5,"use":5}"#),
+        Some(
+            r#"anchors:
+  - x: 1
+  - x: 1
+  - - 1
+    - 2
+  - - 1
+    - 2
+redefine: 5
+use: 5"#,
+        ),
+        Some(
+            r#"anchors = [{x = 1.0}, {x = 1.0}, [1.0, 2.0], [1.0, 2.0]]
+redefine = 5.0
+use = 5.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 60.yaml"#,
+        r#"a: &m
+  k1: v1
+b:
+  <<: *m
+  <<: {k2: v2}
+"#,
+        Some(
+            r#"a:
+  k1: v1
+b:
+  k1: v1
+  k2: v2"#,
+        ),
+        Some(r#"{"a":{"k1":"v1"},"b":{"k1":"v1","k2":"v2"}}"#),
+        Some(
+            r#"a:
+  k1: v1
+b:
+  k1: v1
+  k2: v2"#,
+        ),
+        Some(
+            r#"[a]
+  k1 = "v1"
+
+[b]
+  k1 = "v1"
+  k2 = "v2"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 61.yaml"#,
+        r#"﻿bom: 1
+"#,
+        Some(r#"bom: 1"#),
+        Some(r#"{"bom":1}"#),
+        Some(r#"bom: 1"#),
+        Some(
+            r#"bom = 1.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 62.yaml"#,
+        r#"a: b
+c: d
+"#,
+        Some(
+            r#"a: b
+c: d"#,
+        ),
+        Some(r#"{"a":"b","c":"d"}"#),
+        Some(
+            r#"a: b
+c: d"#,
+        ),
+        Some(
+            r#"a = "b"
+c = "d"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 63.yaml"#,
+        r#"long_key_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx: 1
+"#,
+        Some(
+            r#"? long_key_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+: 1"#,
+        ),
+        Some(
+            r#"{"long_key_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx":1}"#,
+        ),
+        Some(
+            r#"? long_key_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+: 1"#,
+        ),
+        Some(
+            r#"long_key_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx = 1.0
+"#,
+        ),
+        None,
+    ),
+    (
         r#"bad 1.yaml"#,
         r#"a: b: c
 "#,

@@ -77,6 +77,7 @@ pub fn load(text: &str, numbers: Numbers) -> Result<Yaml, LoadError> {
         numbers,
         decode_count: 0,
         alias_count: 0,
+        cursor: (0, 0),
     };
     l.document().map_err(wrap)
 }
@@ -140,6 +141,8 @@ struct Loader<'a> {
     numbers: Numbers,
     decode_count: usize,
     alias_count: usize,
+    /// (char index, byte offset) of the last position converted.
+    cursor: (usize, usize),
 }
 
 /// A decoded scalar before the JSON step (Go types of yaml.v2 decoding).
@@ -217,6 +220,9 @@ impl<'a> Loader<'a> {
         self.count(1, false)?;
         match ev {
             Event::Scalar(value, style, anchor, tag) => {
+                if style == ScalarStyle::DoubleQuoted && value.contains('/') {
+                    self.check_escapes(span)?;
+                }
                 let raw = scalar(value, style, tag.as_deref())?;
                 let v = self.raw_value(raw);
                 if anchor > 0 {
@@ -280,6 +286,53 @@ impl<'a> Loader<'a> {
         }
     }
 
+    /// Byte offset of saphyr's character index `ci`, walking forward from the
+    /// last conversion (events arrive in source order).
+    fn byte_at(&mut self, ci: usize) -> usize {
+        if self.src.is_ascii() {
+            return ci.min(self.src.len());
+        }
+        let (mut c, mut b) = self.cursor;
+        if ci < c {
+            (c, b) = (0, 0);
+        }
+        for ch in self.src[b..].chars() {
+            if c == ci {
+                break;
+            }
+            c += 1;
+            b += ch.len_utf8();
+        }
+        self.cursor = (c, b);
+        b
+    }
+
+    /// libyaml (YAML 1.1) has no `\/` escape, which saphyr (YAML 1.2)
+    /// accepts: reject it with libyaml's scanner error.
+    fn check_escapes(&mut self, span: Span) -> Res<()> {
+        let start = self.byte_at(span.start.index());
+        let end = self.byte_at(span.end.index()).max(start);
+        let text = &self.src[start..end];
+        let b = text.as_bytes();
+        let mut i = 0;
+        while i + 1 < b.len() {
+            if b[i] == b'\\' {
+                if b[i + 1] == b'/' {
+                    let line = self.src[..start + i].matches('\n').count() + 1;
+                    return Err(if line <= 1 {
+                        "yaml: found unknown escape character".into()
+                    } else {
+                        format!("yaml: line {line}: found unknown escape character")
+                    });
+                }
+                i += 2;
+            } else {
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+
     fn register(&mut self, anchor: usize, v: &Yaml) {
         if anchor > 0 {
             self.in_progress.retain(|a| *a != anchor);
@@ -322,6 +375,9 @@ impl<'a> Loader<'a> {
         match ev {
             Event::Scalar(value, style, anchor, tag) => {
                 self.count(1, false)?;
+                if style == ScalarStyle::DoubleQuoted && value.contains('/') {
+                    self.check_escapes(span)?;
+                }
                 let raw = scalar(value, style, tag.as_deref())?;
                 if anchor > 0 {
                     let v = self.raw_value_keep(&raw);
@@ -705,6 +761,11 @@ fn map_message(info: &str) -> (&str, bool) {
             "did not find expected '-'",
             "did not find expected '-' indicator",
             false,
+        ),
+        (
+            "block sequence entries are not allowed",
+            "block sequence entries are not allowed in this context",
+            true,
         ),
         (
             "block sequence",
