@@ -2757,6 +2757,520 @@ c = "d"
         None,
     ),
     (
+        r#"case 64.yaml"#,
+        r#"f: [a:b, c: d]
+g: {a:1}
+"#,
+        Some(
+            r#"f:
+- a:b
+- c: d
+g:
+  a:1: null"#,
+        ),
+        Some(r#"{"f":["a:b",{"c":"d"}],"g":{"a:1":null}}"#),
+        Some(
+            r#"f:
+  - a:b
+  - c: d
+g:
+  a:1: null"#,
+        ),
+        Some(
+            r#"f = ["a:b", {c = "d"}]
+
+[g]
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 65.yaml"#,
+        r#"a:	b
+c: 	d
+"#,
+        Some(
+            r#"a: b
+c: d"#,
+        ),
+        Some(r#"{"a":"b","c":"d"}"#),
+        Some(
+            r#"a: b
+c: d"#,
+        ),
+        Some(
+            r#"a = "b"
+c = "d"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 66.yaml"#,
+        r#"a: b	
+c: 'x'	# comment
+"#,
+        Some(
+            r#"a: b
+c: x"#,
+        ),
+        Some(r#"{"a":"b","c":"x"}"#),
+        Some(
+            r#"a: b
+c: x"#,
+        ),
+        Some(
+            r#"a = "b"
+c = "x"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 67.yaml"#,
+        r#"url: http://example.com:8080/path?x=1#frag
+k: a:b
+j: a :b
+"#,
+        Some(
+            r#"j: a :b
+k: a:b
+url: http://example.com:8080/path?x=1#frag"#,
+        ),
+        Some(r#"{"j":"a :b","k":"a:b","url":"http://example.com:8080/path?x=1#frag"}"#),
+        Some(
+            r#"j: a :b
+k: a:b
+url: http://example.com:8080/path?x=1#frag"#,
+        ),
+        Some(
+            r#"j = "a :b"
+k = "a:b"
+url = "http://example.com:8080/path?x=1#frag"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 68.yaml"#,
+        r#"s: [a, b, ]
+m: {a: 1, }
+"#,
+        Some(
+            r#"m:
+  a: 1
+s:
+- a
+- b"#,
+        ),
+        Some(r#"{"m":{"a":1},"s":["a","b"]}"#),
+        Some(
+            r#"m:
+  a: 1
+s:
+  - a
+  - b"#,
+        ),
+        Some(
+            r#"s = ["a", "b"]
+
+[m]
+  a = 1.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 69.yaml"#,
+        r#"k: "esc \t \" \\ \a \b \e \f \v \0"
+"#,
+        Some(r#"k: "esc \t \" \\ \a \b \e \f \v \0""#),
+        Some(r#"{"k":"esc \t \" \\ \u0007 \b \u001b \f \u000b \u0000"}"#),
+        Some(r#"k: "esc \t \" \\ \a \b \e \f \v \0""#),
+        Some(
+            r#"k = "esc \t \" \\ \u0007 \b \u001b \f \u000b \u0000"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 70.yaml"#,
+        r#"x: 'a\nb'
+y: "a\
+  b"
+"#,
+        Some(
+            r#""true": ab
+x: a\nb"#,
+        ),
+        Some(r#"{"true":"ab","x":"a\\nb"}"#),
+        Some(
+            r#""true": ab
+x: a\nb"#,
+        ),
+        Some(
+            r#"true = "ab"
+x = "a\\nb"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 71.yaml"#,
+        r#"key:
+  - a
+  -   b
+  - - c
+    - d
+"#,
+        Some(
+            r#"key:
+- a
+- b
+- - c
+  - d"#,
+        ),
+        Some(r#"{"key":["a","b",["c","d"]]}"#),
+        Some(
+            r#"key:
+  - a
+  - b
+  - - c
+    - d"#,
+        ),
+        Some(
+            r#"key = ["a", "b", ["c", "d"]]
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 72.yaml"#,
+        r#"a: |
+  line
+    more
+  
+  end
+"#,
+        Some(
+            r#"a: |
+  line
+    more
+
+  end"#,
+        ),
+        Some(r#"{"a":"line\n  more\n\nend\n"}"#),
+        Some(
+            r#"a: |
+  line
+    more
+
+  end"#,
+        ),
+        Some(
+            r#"a = "line\n  more\n\nend\n"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 73.yaml"#,
+        r#"a: >
+  para one
+  continues
+
+    indented
+  back
+"#,
+        Some(
+            r#"a: |
+  para one continues
+
+    indented
+  back"#,
+        ),
+        Some(r#"{"a":"para one continues\n\n  indented\nback\n"}"#),
+        Some(
+            r#"a: |
+  para one continues
+
+    indented
+  back"#,
+        ),
+        Some(
+            r#"a = "para one continues\n\n  indented\nback\n"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 74.yaml"#,
+        r#"k1: v1
+
+
+# trailing comments
+
+"#,
+        Some(r#"k1: v1"#),
+        Some(r#"{"k1":"v1"}"#),
+        Some(r#"k1: v1"#),
+        Some(
+            r#"k1 = "v1"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 75.yaml"#,
+        r#"list: [
+  1,
+  2,
+]
+map: {
+  a: 1,
+  b: 2
+}
+"#,
+        Some(
+            r#"list:
+- 1
+- 2
+map:
+  a: 1
+  b: 2"#,
+        ),
+        Some(r#"{"list":[1,2],"map":{"a":1,"b":2}}"#),
+        Some(
+            r#"list:
+  - 1
+  - 2
+map:
+  a: 1
+  b: 2"#,
+        ),
+        Some(
+            r#"list = [1.0, 2.0]
+
+[map]
+  a = 1.0
+  b = 2.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 76.yaml"#,
+        r#"q: "multi
+
+  blank"
+"#,
+        Some(
+            r#"q: |-
+  multi
+  blank"#,
+        ),
+        Some(r#"{"q":"multi\nblank"}"#),
+        Some(
+            r#"q: |-
+  multi
+  blank"#,
+        ),
+        Some(
+            r#"q = "multi\nblank"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 77.yaml"#,
+        r#"a: 'x' 
+b: "y" 
+"#,
+        Some(
+            r#"a: x
+b: "y""#,
+        ),
+        Some(r#"{"a":"x","b":"y"}"#),
+        Some(
+            r#"a: x
+b: "y""#,
+        ),
+        Some(
+            r#"a = "x"
+b = "y"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 78.yaml"#,
+        r#"? a
+: 1
+? b
+"#,
+        Some(
+            r#"a: 1
+b: null"#,
+        ),
+        Some(r#"{"a":1,"b":null}"#),
+        Some(
+            r#"a: 1
+b: null"#,
+        ),
+        Some(
+            r#"a = 1.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 79.yaml"#,
+        r#"a: !!map {b: 1}
+c: !!seq [1]
+d: !!str yes
+e: !!float '1'
+"#,
+        Some(
+            r#"a:
+  b: 1
+c:
+- 1
+d: "yes"
+e: 1"#,
+        ),
+        Some(r#"{"a":{"b":1},"c":[1],"d":"yes","e":1}"#),
+        Some(
+            r#"a:
+  b: 1
+c:
+  - 1
+d: "yes"
+e: 1"#,
+        ),
+        Some(
+            r#"c = [1.0]
+d = "yes"
+e = 1.0
+
+[a]
+  b = 1.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 80.yaml"#,
+        r#"a: &x 1
+b: *x 
+"#,
+        Some(
+            r#"a: 1
+b: 1"#,
+        ),
+        Some(r#"{"a":1,"b":1}"#),
+        Some(
+            r#"a: 1
+b: 1"#,
+        ),
+        Some(
+            r#"a = 1.0
+b = 1.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 81.yaml"#,
+        r#"key : value
+"#,
+        Some(r#"key: value"#),
+        Some(r#"{"key":"value"}"#),
+        Some(r#"key: value"#),
+        Some(
+            r#"key = "value"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 82.yaml"#,
+        r#"x: [&a a, *a]
+"#,
+        Some(
+            r#"x:
+- a
+- a"#,
+        ),
+        Some(r#"{"x":["a","a"]}"#),
+        Some(
+            r#"x:
+  - a
+  - a"#,
+        ),
+        Some(
+            r#"x = ["a", "a"]
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 83.yaml"#,
+        r#"emoji: 😀
+key😀: v
+"#,
+        Some(
+            r#"emoji: "\U0001F600"
+"key\U0001F600": v"#,
+        ),
+        Some(r#"{"emoji":"😀","key😀":"v"}"#),
+        Some(
+            r#"emoji: "\U0001F600"
+"key\U0001F600": v"#,
+        ),
+        Some(
+            r#"emoji = "😀"
+"key😀" = "v"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 84.yaml"#,
+        r#"a: b #c
+d: e#f
+"#,
+        Some(
+            r#"a: b
+d: e#f"#,
+        ),
+        Some(r#"{"a":"b","d":"e#f"}"#),
+        Some(
+            r#"a: b
+d: e#f"#,
+        ),
+        Some(
+            r#"a = "b"
+d = "e#f"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 85.yaml"#,
+        r#"c: !!binary |
+  aGVs
+  bG8=
+"#,
+        Some(r#"c: hello"#),
+        Some(r#"{"c":"hello"}"#),
+        Some(r#"c: hello"#),
+        Some(
+            r#"c = "hello"
+"#,
+        ),
+        None,
+    ),
+    (
         r#"bad 1.yaml"#,
         r#"a: b: c
 "#,

@@ -69,17 +69,36 @@ pub fn load(text: &str, numbers: Numbers) -> Result<Yaml, LoadError> {
     if !text.chars().all(is_yaml_char) {
         return Err(wrap("yaml: control characters are not allowed".into()));
     }
-    let mut l = Loader {
-        parser: Parser::new_from_str(text),
-        src: text,
-        anchors: HashMap::new(),
-        in_progress: Vec::new(),
-        numbers,
-        decode_count: 0,
-        alias_count: 0,
-        cursor: (0, 0),
-    };
-    l.document().map_err(wrap)
+    let mut patched: Option<String> = None;
+    // saphyr follows YAML 1.2 in refusing a tab as the separator after an
+    // indicator (`a:\tb`, `-\tx`), which libyaml accepts. Such a tab is pure
+    // separation, so it is replaced by a space and the text parsed again.
+    for _ in 0..64 {
+        let src = patched.as_deref().unwrap_or(text);
+        let mut l = Loader {
+            parser: Parser::new_from_str(src),
+            src,
+            anchors: HashMap::new(),
+            in_progress: Vec::new(),
+            numbers,
+            decode_count: 0,
+            alias_count: 0,
+            cursor: (0, 0),
+            tab_after_indicator: None,
+        };
+        match l.document() {
+            Ok(v) => return Ok(v),
+            Err(e) => match l.tab_after_indicator {
+                Some(at) => {
+                    let mut t = src.to_string();
+                    t.replace_range(at..at + 1, " ");
+                    patched = Some(t);
+                }
+                None => return Err(wrap(e)),
+            },
+        }
+    }
+    Err(wrap("yaml: did not find expected key".into()))
 }
 
 /// libyaml's reader check: TAB, LF, CR, printable ASCII, NEL, and the
@@ -143,6 +162,8 @@ struct Loader<'a> {
     alias_count: usize,
     /// (char index, byte offset) of the last position converted.
     cursor: (usize, usize),
+    /// Byte offset of a tab after `:`/`-`/`?` that saphyr refused.
+    tab_after_indicator: Option<usize>,
 }
 
 /// A decoded scalar before the JSON step (Go types of yaml.v2 decoding).
@@ -431,8 +452,17 @@ impl<'a> Loader<'a> {
     /// `parser.fail` line rule: scanner errors report the 1-based line,
     /// parser errors the 0-based line of the problem mark, and no "line N: "
     /// part at all when that number is 0.
-    fn scan_error(&self, e: &ScanError) -> String {
+    fn scan_error(&mut self, e: &ScanError) -> String {
         let info = e.info();
+        if info.contains("whitespace") || info.contains("tab") {
+            let at = char_to_byte(self.src, e.marker().index());
+            let line_start = self.src[..at].rfind('\n').map_or(0, |i| i + 1);
+            let b = self.src.as_bytes();
+            self.tab_after_indicator = (line_start..b.len().saturating_sub(1))
+                .take_while(|&i| b[i] != b'\n')
+                .find(|&i| matches!(b[i], b':' | b'-' | b'?') && b[i + 1] == b'\t')
+                .map(|i| i + 1);
+        }
         if info.contains("unknown anchor") {
             let span = Span::new(*e.marker(), *e.marker());
             return format!(
