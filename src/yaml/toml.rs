@@ -290,7 +290,11 @@ pub fn from_toml(text: &str) -> Result<Mapping, String> {
             // BurntSushi's texts ("toml: line N (last key …): …") are not
             // reproduced; the line number and toml_edit's message are.
             let line = e.span().map_or(1, |r| {
-                text[..r.start.min(text.len())].matches('\n').count() + 1
+                text.as_bytes()[..r.start.min(text.len())]
+                    .iter()
+                    .filter(|b| **b == b'\n')
+                    .count()
+                    + 1
             });
             format!("toml: line {line}: {}", e.message().trim_end())
         })?;
