@@ -12,7 +12,7 @@
 //! - [`load`] with [`Numbers::Yaml`]: plain yaml.v2 types (ints stay
 //!   `Yaml::Int`), e.g. for Chart.yaml, whose string fields then go through
 //!   [`go_string_field`] (`appVersion: 1.10` → "1.1").
-//! - [`from_toml`]: `fromToml`.
+//! - [`from_toml`] reads `fromToml` input.
 //!
 //! Writing:
 //! - [`to_yaml`] / [`try_to_yaml`]: sigs.k8s.io/yaml.Marshal (`toYaml`,
