@@ -4207,6 +4207,121 @@ i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
         None,
         Some(r#"error converting YAML to JSON: yaml: document contains excessive aliasing"#),
     ),
+    (
+        r#"more 28.yaml"#,
+        r#"~: 1
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error converting YAML to JSON: unsupported map key of type: %!s(<nil>), key: <nil>, value: 1"#,
+        ),
+    ),
+    (
+        r#"more 29.yaml"#,
+        r#"a:
+  null: {b: 1}
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error converting YAML to JSON: unsupported map key of type: %!s(<nil>), key: <nil>, value: map[interface {}]interface {}{"b":1}"#,
+        ),
+    ),
+    (
+        r#"more 30.yaml"#,
+        r#"18446744073709551615: x
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error converting YAML to JSON: unsupported map key of type: uint64, key: 0xffffffffffffffff, value: "x""#,
+        ),
+    ),
+    (
+        r#"more 31.yaml"#,
+        r#"1.5: a
+.inf: b
+-.inf: c
+1e10: d
+0.1: e
+"#,
+        Some(
+            r#""-.inf": c
+".inf": b
+"0.1": e
+"1.5": a
+"1e+10": d"#,
+        ),
+        Some(r#"{"-.inf":"c",".inf":"b","0.1":"e","1.5":"a","1e+10":"d"}"#),
+        Some(
+            r#""-.inf": c
+".inf": b
+"0.1": e
+"1e+10": d
+"1.5": a"#,
+        ),
+        Some(
+            r#""-.inf" = "c"
+".inf" = "b"
+"0.1" = "e"
+"1.5" = "a"
+"1e+10" = "d"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"more 32.yaml"#,
+        r#"{a: 1}: 1
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error converting YAML to JSON: yaml: invalid map key: map[interface {}]interface {}{"a":1}"#,
+        ),
+    ),
+    (
+        r#"more 33.yaml"#,
+        r#"a: !!int abc
+b: [
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: line 2: did not find expected node content"#),
+    ),
+    (
+        r#"more 34.yaml"#,
+        r#"a: &x [*x]
+b: !!int x
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: anchor 'x' value contains itself"#),
+    ),
+    (
+        r#"more 35.yaml"#,
+        r#"~: 1
+b: !!int x
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: cannot decode !!str `x` as a !!int"#),
+    ),
 ];
 
 /// Inputs where saphyr's parser and libyaml disagree and no mapping exists:

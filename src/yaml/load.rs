@@ -85,6 +85,8 @@ pub fn load(text: &str, numbers: Numbers) -> Result<Yaml, LoadError> {
             alias_count: 0,
             cursor: (0, 0),
             tab_after_indicator: None,
+            decode_err: None,
+            key_err: None,
         };
         match l.document() {
             Ok(v) => return Ok(v),
@@ -164,6 +166,12 @@ struct Loader<'a> {
     cursor: (usize, usize),
     /// Byte offset of a tab after `:`/`-`/`?` that saphyr refused.
     tab_after_indicator: Option<usize>,
+    /// go-yaml parses the whole document before decoding it, so a syntax
+    /// error anywhere wins over a decoding error (bad `!!int`, merge of a
+    /// non-map, …); the first decoding error waits here.
+    decode_err: Option<String>,
+    /// Likewise sigs.k8s.io's key conversion runs after decoding.
+    key_err: Option<String>,
 }
 
 /// A decoded scalar before the JSON step (Go types of yaml.v2 decoding).
@@ -208,11 +216,24 @@ impl<'a> Loader<'a> {
     }
 
     /// The JSON step's whole-document check: json.Marshal refuses NaN/Inf.
-    fn finish_value(&self, v: Yaml) -> Res<Yaml> {
+    fn finish_value(&mut self, v: Yaml) -> Res<Yaml> {
+        if let Some(e) = self.decode_err.take() {
+            return Err(e);
+        }
+        if let Some(e) = self.key_err.take() {
+            return Err(e);
+        }
         if self.numbers == Numbers::Json {
             find_non_finite(&v)?;
         }
         Ok(v)
+    }
+
+    /// Records a decoding error (the first one wins) and lets parsing go on.
+    fn defer(&mut self, e: String) {
+        if self.decode_err.is_none() {
+            self.decode_err = Some(e);
+        }
     }
 
     fn count(&mut self, n: usize, alias: bool) -> Res<()> {
@@ -244,7 +265,10 @@ impl<'a> Loader<'a> {
                 if style == ScalarStyle::DoubleQuoted && value.contains('/') {
                     self.check_escapes(span)?;
                 }
-                let raw = scalar(value, style, tag.as_deref())?;
+                let raw = scalar(value, style, tag.as_deref()).unwrap_or_else(|e| {
+                    self.defer(e);
+                    Raw::Null
+                });
                 let v = self.raw_value(raw);
                 if anchor > 0 {
                     self.anchors.insert(anchor, v.clone());
@@ -286,15 +310,29 @@ impl<'a> Loader<'a> {
                             // decode.go merge: an alias must name a mapping
                             // (not a sequence of them).
                             if via_alias && !matches!(src, Yaml::Map(_)) {
-                                return Err(MERGE_WANT.into());
+                                self.defer(MERGE_WANT.into());
+                            } else if let Err(e) = merge(&mut map, src) {
+                                self.defer(e);
                             }
-                            merge(&mut map, src)?;
                         }
                         ev => {
                             let key = self.key(ev, span)?;
                             let (ev, span) = self.next()?;
                             let value = self.node(ev, span)?;
-                            map.insert(key, value);
+                            match key {
+                                Ok(k) => {
+                                    map.insert(k, value);
+                                }
+                                Err(Some(prefix)) => {
+                                    if self.key_err.is_none() {
+                                        self.key_err = Some(format!(
+                                            "{prefix}, value: {}",
+                                            go_sharp_v(&value)
+                                        ));
+                                    }
+                                }
+                                Err(None) => {}
+                            }
                         }
                     }
                 }
@@ -363,10 +401,12 @@ impl<'a> Loader<'a> {
 
     fn alias(&mut self, id: usize, span: Span) -> Res<Yaml> {
         if self.in_progress.contains(&id) {
-            return Err(format!(
+            let e = format!(
                 "yaml: anchor '{}' value contains itself",
                 self.alias_name(span)
-            ));
+            );
+            self.defer(e);
+            return Ok(Yaml::Null);
         }
         match self.anchors.get(&id) {
             Some(v) => {
@@ -391,35 +431,43 @@ impl<'a> Loader<'a> {
             .collect()
     }
 
-    /// A mapping key as sigs.k8s.io/yaml turns it into a JSON object key.
-    fn key(&mut self, ev: Event<'a>, span: Span) -> Res<String> {
-        match ev {
+    /// A mapping key as sigs.k8s.io/yaml turns it into a JSON object key:
+    /// `Ok(key)`, or `Err(Some(prefix))` for a key JSON cannot take (the
+    /// message still needs the value), or `Err(None)` when a decoding error
+    /// was recorded instead.
+    fn key(&mut self, ev: Event<'a>, span: Span) -> Res<Result<String, Option<String>>> {
+        let raw = match ev {
             Event::Scalar(value, style, anchor, tag) => {
                 self.count(1, false)?;
                 if style == ScalarStyle::DoubleQuoted && value.contains('/') {
                     self.check_escapes(span)?;
                 }
-                let raw = scalar(value, style, tag.as_deref())?;
+                let raw = match scalar(value, style, tag.as_deref()) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        self.defer(e);
+                        return Ok(Err(None));
+                    }
+                };
                 if anchor > 0 {
                     let v = self.raw_value_keep(&raw);
                     self.anchors.insert(anchor, v);
                 }
-                key_string(raw)
+                raw
             }
-            ev => {
-                let v = self.node(ev, span)?;
-                match v {
-                    Yaml::Seq(_) | Yaml::Map(_) => {
-                        Err(format!("yaml: invalid map key: {}", go_sharp_v(&v)))
-                    }
-                    Yaml::Str(s) => Ok(s),
-                    Yaml::Bool(b) => Ok(b.to_string()),
-                    Yaml::Int(i) => Ok(i.to_string()),
-                    Yaml::Float(f) => key_string(Raw::Float(f)),
-                    Yaml::Null => key_string(Raw::Null),
+            ev => match self.node(ev, span)? {
+                v @ (Yaml::Seq(_) | Yaml::Map(_)) => {
+                    self.defer(format!("yaml: invalid map key: {}", go_sharp_v(&v)));
+                    return Ok(Err(None));
                 }
-            }
-        }
+                Yaml::Str(s) => Raw::Str(s),
+                Yaml::Bool(b) => Raw::Bool(b),
+                Yaml::Int(i) => Raw::Int(i),
+                Yaml::Float(f) => Raw::Float(f),
+                Yaml::Null => Raw::Null,
+            },
+        };
+        Ok(key_string(raw).map_err(Some))
     }
 
     fn raw_value(&self, raw: Raw) -> Yaml {
@@ -644,14 +692,10 @@ fn key_string(raw: Raw) -> Res<String> {
         },
         Raw::Bool(b) => b.to_string(),
         Raw::Uint(u) => {
-            return Err(format!(
-                "unsupported map key of type: uint64, key: 0x{u:x}, value: <value>"
-            ));
+            return Err(format!("unsupported map key of type: uint64, key: 0x{u:x}"));
         }
         Raw::Null => {
-            return Err(
-                "unsupported map key of type: %!s(<nil>), key: <nil>, value: <value>".into(),
-            );
+            return Err("unsupported map key of type: %!s(<nil>), key: <nil>".into());
         }
     })
 }
@@ -675,7 +719,7 @@ fn node_count(v: &Yaml) -> usize {
     }
 }
 
-/// Go's `%#v` for the key values go-yaml reports in "invalid map key".
+/// Go's `%#v` for the values go-yaml and sigs.k8s.io/yaml print in key errors.
 fn go_sharp_v(v: &Yaml) -> String {
     match v {
         Yaml::Null => "interface {}(nil)".into(),
