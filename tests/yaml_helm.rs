@@ -3369,6 +3369,51 @@ kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk
         None,
     ),
     (
+        r#"case 88.yaml"#,
+        r#"a: |
+  x
+  y
+b: >
+  f
+  g
+
+  h
+c: "q
+  r"
+d: p
+  q
+"#,
+        Some(
+            r#"a: |
+  x
+  y
+b: |
+  f g
+  h
+c: q r
+d: p q"#,
+        ),
+        Some(r#"{"a":"x\ny\n","b":"f g\nh\n","c":"q r","d":"p q"}"#),
+        Some(
+            r#"a: |
+  x
+  y
+b: |
+  f g
+  h
+c: q r
+d: p q"#,
+        ),
+        Some(
+            r#"a = "x\ny\n"
+b = "f g\nh\n"
+c = "q r"
+d = "p q"
+"#,
+        ),
+        None,
+    ),
+    (
         r#"bad 1.yaml"#,
         r#"a: b: c
 "#,

@@ -103,6 +103,67 @@ pub fn load(text: &str, numbers: Numbers) -> Result<Yaml, LoadError> {
     Err(wrap("yaml: did not find expected key".into()))
 }
 
+/// Files as bytes: libyaml's reader decodes UTF-8 itself and reports the
+/// first bad sequence ("invalid leading UTF-8 octet", "invalid trailing
+/// UTF-8 octet", "incomplete UTF-8 octet sequence", …) or control character,
+/// in file order, before any parsing.
+pub fn check_input(bytes: &[u8]) -> Result<&str, LoadError> {
+    let fail = |m: &str| LoadError(format!("error converting YAML to JSON: yaml: {m}"));
+    let mut i = 0;
+    while i < bytes.len() {
+        let o = bytes[i];
+        let width = if o & 0x80 == 0 {
+            1
+        } else if o & 0xe0 == 0xc0 {
+            2
+        } else if o & 0xf0 == 0xe0 {
+            3
+        } else if o & 0xf8 == 0xf0 {
+            4
+        } else {
+            return Err(fail("invalid leading UTF-8 octet"));
+        };
+        if width > bytes.len() - i {
+            return Err(fail("incomplete UTF-8 octet sequence"));
+        }
+        let mut value: u32 = match width {
+            1 => (o & 0x7f) as u32,
+            2 => (o & 0x1f) as u32,
+            3 => (o & 0x0f) as u32,
+            _ => (o & 0x07) as u32,
+        };
+        for k in 1..width {
+            let t = bytes[i + k];
+            if t & 0xc0 != 0x80 {
+                return Err(fail("invalid trailing UTF-8 octet"));
+            }
+            value = (value << 6) + (t & 0x3f) as u32;
+        }
+        let ok_len = match width {
+            1 => true,
+            2 => value >= 0x80,
+            3 => value >= 0x800,
+            _ => value >= 0x10000,
+        };
+        if !ok_len {
+            return Err(fail("invalid length of a UTF-8 sequence"));
+        }
+        if (0xd800..=0xdfff).contains(&value) || value > 0x10ffff {
+            return Err(fail("invalid Unicode character"));
+        }
+        if !char::from_u32(value).is_some_and(is_yaml_char) {
+            return Err(fail("control characters are not allowed"));
+        }
+        i += width;
+    }
+    std::str::from_utf8(bytes).map_err(|_| fail("invalid leading UTF-8 octet"))
+}
+
+/// [`from_yaml_map`] for a file's bytes (see [`check_input`]).
+pub fn from_yaml_map_bytes(bytes: &[u8], go_type: &str) -> Result<Mapping, LoadError> {
+    from_yaml_map(check_input(bytes)?, go_type)
+}
+
 /// libyaml's reader check: TAB, LF, CR, printable ASCII, NEL, and the
 /// printable Unicode ranges.
 fn is_yaml_char(c: char) -> bool {
@@ -897,6 +958,25 @@ mod tests {
                 "error converting YAML to JSON: yaml: map merge requires map or sequence of maps as the value".into()
             ))
         );
+    }
+
+    #[test]
+    fn reader_errors() {
+        // Texts from helm 3.17.3 on values files with these bytes.
+        let e = |b: &[u8]| from_yaml_map_bytes(b, "m").err().map(|e| e.0);
+        assert_eq!(
+            e(b"a: caf\xe9\n").as_deref(),
+            Some("error converting YAML to JSON: yaml: incomplete UTF-8 octet sequence")
+        );
+        assert_eq!(
+            e(b"a: x\nb: \xe2\x82\n").as_deref(),
+            Some("error converting YAML to JSON: yaml: invalid trailing UTF-8 octet")
+        );
+        assert_eq!(
+            e(b"a: ok\nb: \xff\xfe\n").as_deref(),
+            Some("error converting YAML to JSON: yaml: invalid leading UTF-8 octet")
+        );
+        assert_eq!(e(b"a: ok\n"), None);
     }
 
     #[test]

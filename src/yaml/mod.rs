@@ -9,6 +9,8 @@
 //! - [`from_yaml_map`]: into a map (values files, `fromYaml`): null → `{}`,
 //!   other kinds → json's "cannot unmarshal … into Go value of type …".
 //! - [`from_yaml_array`]: into a list (`fromYamlArray`).
+//! - [`from_yaml_map_bytes`] / [`check_input`]: a file's raw bytes, with
+//!   libyaml's reader errors for invalid UTF-8.
 //! - [`load`] with [`Numbers::Yaml`]: plain yaml.v2 types (ints stay
 //!   `Yaml::Int`), e.g. for Chart.yaml, whose string fields then go through
 //!   [`go_string_field`] (`appVersion: 1.10` → "1.1").
@@ -32,7 +34,8 @@ pub mod value;
 pub use emit::{EmitError, natural_cmp, to_yaml, to_yaml_pretty, try_to_yaml};
 pub use json::{JsonError, to_json};
 pub use load::{
-    LoadError, Numbers, from_yaml, from_yaml_array, from_yaml_map, go_string_field, load,
+    LoadError, Numbers, check_input, from_yaml, from_yaml_array, from_yaml_map,
+    from_yaml_map_bytes, go_string_field, load,
 };
 pub use toml::{from_toml, to_toml};
 pub use value::{Mapping, Yaml};
