@@ -84,6 +84,7 @@ pub fn load(text: &str, numbers: Numbers) -> Result<Yaml, LoadError> {
             decode_count: 0,
             alias_count: 0,
             cursor: (0, 0),
+            ascii: src.is_ascii(),
             tab_after_indicator: None,
             decode_err: None,
             key_err: None,
@@ -225,6 +226,8 @@ struct Loader<'a> {
     alias_count: usize,
     /// (char index, byte offset) of the last position converted.
     cursor: (usize, usize),
+    /// The source is ASCII: char indices are byte offsets.
+    ascii: bool,
     /// Byte offset of a tab after `:`/`-`/`?` that saphyr refused.
     tab_after_indicator: Option<usize>,
     /// go-yaml parses the whole document before decoding it, so a syntax
@@ -409,7 +412,7 @@ impl<'a> Loader<'a> {
     /// Byte offset of saphyr's character index `ci`, walking forward from the
     /// last conversion (events arrive in source order).
     fn byte_at(&mut self, ci: usize) -> usize {
-        if self.src.is_ascii() {
+        if self.ascii {
             return ci.min(self.src.len());
         }
         let (mut c, mut b) = self.cursor;
