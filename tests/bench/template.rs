@@ -25,6 +25,7 @@ const MEMORY_TARGET: f64 = 0.25;
 struct Sample {
     secs: f64,
     rss_kib: u64,
+    stdout: Vec<u8>,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -73,6 +74,7 @@ fn measure(
     Ok(Sample {
         secs: r.elapsed.as_secs_f64(),
         rss_kib,
+        stdout: r.stdout,
     })
 }
 
@@ -154,11 +156,12 @@ fn main() {
         helm.display()
     );
     println!(
-        "{:<44} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8}",
-        "case", "helm ms", "anti ms", "speedup", "helm MiB", "anti MiB", "mem"
+        "{:<44} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8}  {}",
+        "case", "helm ms", "anti ms", "speedup", "helm MiB", "anti MiB", "mem", "output"
     );
     let (mut speedups, mut mem_ratios) = (Vec::new(), Vec::new());
     let mut errors = Vec::new();
+    let mut wrong = Vec::new();
     for case in cases
         .iter()
         .filter(|c| !c.expect_error && c.name.contains(&filter))
@@ -191,17 +194,30 @@ fn main() {
             m(&samples[1]),
         );
         let (speed, mem) = (ht / at, am / hm);
+        // Speed means little if the output is wrong: say whether antiopa matched helm's
+        // recorded output (nondeterministic cases are only compared by tests/corpus.rs).
+        let expected = std::fs::read(corpus.join("expected").join(format!("{}.yaml", case.name)));
+        let output = match (&expected, samples[1].first()) {
+            (_, _) if case.nondeterministic => "nondet",
+            (Ok(e), Some(s)) if *e == s.stdout => "same",
+            (Ok(_), Some(_)) => "DIFFERS",
+            _ => "?",
+        };
+        if output == "DIFFERS" {
+            wrong.push(case.name.clone());
+        }
         speedups.push(speed);
         mem_ratios.push(mem);
         println!(
-            "{:<44} {:>9.1} {:>9.1} {:>7.1}× {:>9.1} {:>9.1} {:>8.3}",
+            "{:<44} {:>9.1} {:>9.1} {:>7.1}× {:>9.1} {:>9.1} {:>8.3}  {}",
             case.name,
             ht * 1e3,
             at * 1e3,
             speed,
             hm / 1024.0,
             am / 1024.0,
-            mem
+            mem,
+            output
         );
     }
     let (ms, mm) = (median(speedups.clone()), median(mem_ratios.clone()));
@@ -223,6 +239,12 @@ fn main() {
             "NOT MET"
         }
     );
+    if !wrong.is_empty() {
+        println!(
+            "cases whose output differs from helm's: {}",
+            wrong.join(" ")
+        );
+    }
     if !errors.is_empty() {
         println!("cases that failed to render: {}", errors.join(" "));
     }
