@@ -156,8 +156,8 @@ fn main() {
         helm.display()
     );
     println!(
-        "{:<44} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8}  {}",
-        "case", "helm ms", "anti ms", "speedup", "helm MiB", "anti MiB", "mem", "output"
+        "{:<44} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8}  output",
+        "case", "helm ms", "anti ms", "speedup", "helm MiB", "anti MiB", "mem"
     );
     let (mut speedups, mut mem_ratios) = (Vec::new(), Vec::new());
     let mut errors = Vec::new();
