@@ -22,8 +22,8 @@ use std::time::Duration;
 
 /// What helm did for a case, as recorded by regen.sh.
 enum Oracle {
-    Stdout(String),
-    Failure { stderr: String, code: i32 },
+    Stdout(Vec<u8>),
+    Failure { stderr: Vec<u8>, code: i32 },
 }
 
 struct Case {
@@ -52,14 +52,11 @@ fn load_case(dir: &Path) -> Case {
         read("expected.err"),
         read("expected.code"),
     ) {
-        (Some(out), None, None) => Ok(Oracle::Stdout(String::from_utf8_lossy(&out).into_owned())),
+        (Some(out), None, None) => Ok(Oracle::Stdout(out)),
         (None, Some(err), Some(code)) => String::from_utf8_lossy(&code)
             .trim()
             .parse::<i32>()
-            .map(|code| Oracle::Failure {
-                stderr: String::from_utf8_lossy(&err).into_owned(),
-                code,
-            })
+            .map(|code| Oracle::Failure { stderr: err, code })
             .map_err(|e| format!("bad expected.code: {e}")),
         _ => Err(
             "needs exactly expected.out, or expected.err + expected.code; run compat/regen.sh"
@@ -74,10 +71,24 @@ fn load_case(dir: &Path) -> Case {
     }
 }
 
+/// A readable diff of two byte strings that are known to differ (byte-exact comparison; the
+/// text diff is only for people, so invalid UTF-8 is shown lossily and pointed out).
+fn bytes_diff(want: &[u8], got: &[u8], max_lines: usize) -> String {
+    let (w, g) = (String::from_utf8_lossy(want), String::from_utf8_lossy(got));
+    if w == g {
+        let at = want
+            .iter()
+            .zip(got)
+            .position(|(a, b)| a != b)
+            .unwrap_or(want.len().min(got.len()));
+        return format!("    the texts differ only in invalid UTF-8 bytes, first at byte {at}\n");
+    }
+    diff_excerpt(&w, &g, max_lines)
+}
+
 /// Compares one render with the oracle; `Err` carries the report for a failure.
 fn check(case: &Case, got: &RunResult) -> Result<(), String> {
     let oracle = case.oracle.as_ref().map_err(|e| e.clone())?;
-    let stdout = String::from_utf8_lossy(&got.stdout);
     let stderr = String::from_utf8_lossy(&got.stderr);
     match oracle {
         Oracle::Stdout(want) => {
@@ -88,10 +99,10 @@ fn check(case: &Case, got: &RunResult) -> Result<(), String> {
                     common::clip(stderr.trim(), 600).replace('\n', "\n    ")
                 ));
             }
-            if stdout != *want {
+            if got.stdout != *want {
                 return Err(format!(
                     "stdout differs:\n{}",
-                    diff_excerpt(want, &stdout, 16)
+                    bytes_diff(want, &got.stdout, 16)
                 ));
             }
         }
@@ -100,14 +111,14 @@ fn check(case: &Case, got: &RunResult) -> Result<(), String> {
                 return Err(format!(
                     "helm failed with exit code {code}, antiopa: {}; helm's stderr:\n    {}\n  antiopa's stderr:\n    {}",
                     got.describe_exit(),
-                    common::clip(want.trim(), 400).replace('\n', "\n    "),
+                    common::clip(String::from_utf8_lossy(want).trim(), 400).replace('\n', "\n    "),
                     common::clip(stderr.trim(), 400).replace('\n', "\n    ")
                 ));
             }
-            if stderr != *want {
+            if got.stderr != *want {
                 return Err(format!(
                     "stderr differs:\n{}",
-                    diff_excerpt(want, &stderr, 12)
+                    bytes_diff(want, &got.stderr, 12)
                 ));
             }
         }

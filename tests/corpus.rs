@@ -267,7 +267,7 @@ fn run_case(
                 common::clip(want.trim(), 300)
             ));
         }
-        if stderr != want {
+        if got.stderr != want.as_bytes() {
             let (n, e, a) =
                 first_difference(&want, &stderr).unwrap_or((0, String::new(), String::new()));
             return Err(format!(
@@ -285,7 +285,7 @@ fn run_case(
     }
     let path = corpus.join("expected").join(format!("{}.yaml", case.name));
     let want = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if stdout == want {
+    if got.stdout == want.as_bytes() {
         return Ok(());
     }
     if case.nondeterministic {
