@@ -798,8 +798,11 @@ impl<'a, 't> State<'a, 't> {
 
     /// Helm's `include`: render a named template to a string.
     fn include(&mut self, argv: &[Value]) -> Result<Value, (String, Option<(String, String)>)> {
-        let name = argv[0].as_str().unwrap_or("").to_string();
-        let key: Rc<str> = Rc::from(name.as_str());
+        let key: Rc<str> = match &argv[0] {
+            Value::Str(s) => s.clone(),
+            _ => Rc::from(""),
+        };
+        let name: &str = &key;
         {
             let mut inc = self.included.borrow_mut();
             let c = inc.entry(key.clone()).or_insert(0);
@@ -818,7 +821,7 @@ impl<'a, 't> State<'a, 't> {
             self.ns,
             self.env,
             self.included,
-            &name,
+            name,
             argv[1].clone(),
             0, // a new execution (Go's ExecuteTemplate) starts at depth 0
             &mut buf,
