@@ -21,6 +21,10 @@ use super::value::{ListKind, MapKind, Member, Value};
 
 /// Helm's `recursionMaxNums`.
 const INCLUDE_MAX: usize = 1000;
+/// Stack left before [`stacker`] switches to a new segment, and the size
+/// of each new segment.
+pub(crate) const STACK_RED_ZONE: usize = 256 * 1024;
+pub(crate) const STACK_SEGMENT: usize = 4 * 1024 * 1024;
 /// Go's `maxExecDepth`.
 const MAX_EXEC_DEPTH: usize = 100_000;
 /// The name of Helm's root template, which `tpl` parses its text under and
@@ -319,10 +323,15 @@ impl<'a, 't> State<'a, 't> {
     }
 
     fn walk_list(&mut self, dot: &V, list: &'t [Node], out: &mut String) -> R<()> {
-        for n in list {
-            self.walk(dot, n, out)?;
-        }
-        Ok(())
+        // Go's goroutine stacks grow on demand, so deep template recursion
+        // (up to Helm's include limit or Go's maxExecDepth) works there;
+        // grow ours the same way instead of overflowing.
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || {
+            for n in list {
+                self.walk(dot, n, out)?;
+            }
+            Ok(())
+        })
     }
 
     fn walk(&mut self, dot: &V, node: &'t Node, out: &mut String) -> R<()> {
@@ -496,6 +505,13 @@ impl<'a, 't> State<'a, 't> {
     /// Go's `evalPipeline`: the result is flattened (an interface holding
     /// nil becomes the untyped nil), and declarations are pushed/assigned.
     fn eval_pipeline(&mut self, dot: &V, pipe: &'t Pipe) -> R<Value> {
+        // Parenthesised pipelines nest arbitrarily deep.
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || {
+            self.eval_pipeline_inner(dot, pipe)
+        })
+    }
+
+    fn eval_pipeline_inner(&mut self, dot: &V, pipe: &'t Pipe) -> R<Value> {
         self.at(Cur::Pipe(pipe));
         let mut value: Option<Value> = None;
         for cmd in &pipe.cmds {

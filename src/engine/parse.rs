@@ -259,6 +259,16 @@ impl<'a> Parser<'a, '_> {
     }
 
     fn item_list(&mut self) -> PResult<(Vec<Node>, End)> {
+        // Nesting depth is bounded only by the text; grow the stack as Go's
+        // does rather than overflow.
+        stacker::maybe_grow(
+            super::exec::STACK_RED_ZONE,
+            super::exec::STACK_SEGMENT,
+            || self.item_list_inner(),
+        )
+    }
+
+    fn item_list_inner(&mut self) -> PResult<(Vec<Node>, End)> {
         let mut list = Vec::new();
         while self.peek_non_space().typ != ItemType::Eof {
             match self.text_or_action()? {
@@ -614,9 +624,15 @@ impl<'a> Parser<'a, '_> {
                 let n = new_number(token.val, token.typ).map_err(|e| self.errorf(e))?;
                 Arg::Number(token.pos, Box::new(n))
             }
-            ItemType::LeftParen => Arg::Pipe(Box::new(
-                self.pipeline("parenthesized pipeline", ItemType::RightParen)?,
-            )),
+            ItemType::LeftParen => {
+                // Parentheses nest as deep as the text says; grow the stack.
+                let p = stacker::maybe_grow(
+                    super::exec::STACK_RED_ZONE,
+                    super::exec::STACK_SEGMENT,
+                    || self.pipeline("parenthesized pipeline", ItemType::RightParen),
+                )?;
+                Arg::Pipe(Box::new(p))
+            }
             ItemType::String | ItemType::RawString => {
                 let s = unquote(token.val).map_err(|e| self.errorf(e))?;
                 Arg::Str {
