@@ -1023,12 +1023,12 @@ impl<'a, 't> State<'a, 't> {
         if ok {
             return Ok(value.v);
         }
-        // A value read from an interface-typed slot reports Go's static
-        // type, `interface {}`.
+        // A non-nil interface is unwrapped first, so the concrete type is
+        // reported (only a nil interface reports `interface {}`, above).
         Err(self.err(format!(
             "wrong type for value; expected {}; got {}",
             p.go_name(),
-            value.type_name()
+            value.v.type_name()
         )))
     }
 }

@@ -58,7 +58,7 @@ err("arg_type_error_direct", "{{ upper .Values.missing }}", "")
 err("nil_pointer_chain", "line1\n  {{ .Values.a.b }}", "")
 err("nil_pointer_chain2", "{{ .Values.a.b.c }}", "a: null\n")
 err("cant_eval_field", "{{ .Values.s.x }}", "s: str\n")
-err("wrong_type_int", "{{ nindent .Values.n \"x\" }}", "n: 3\n")
+err("wrong_type_int", "{{ nindent .Values.missing \"x\" }}", "")
 err("expected_string_found", "{{ upper 3 }}", "")
 err("wrong_num_args", "{{ upper \"a\" \"b\" }}", "")
 err("wrong_num_args_variadic", "{{ printf }}", "")
@@ -143,6 +143,9 @@ err("y_pipe_for_int", "{{ \"x\" | nindent (index .Values.l 0) }}", "l: [1]\n")
 out("y_int_const_to_int", "{{ nindent 2 \"x\" }}|{{ 2 | printf \"%d\" }}", "")
 out("y_multiline_action", "{{ if\n  true\n}}yes{{ end }}|{{ \"a\" |\n printf \"%s!\" }}", "")
 out("y_crlf", "a\r\n{{- \"b\" -}}\r\nc", "")
+err("z_iface_float_int", "{{ nindent .Values.num \"x\" }}", "num: 3\n")
+err("z_iface_list_str", "{{ upper .Values.l }}", "l: [a]\n")
+err("z_range_elem_str", "{{ range .Values.l }}{{ upper . }}{{ nindent . \"x\" }}{{ end }}", "l: [a]\n")
 
 
 def run(c):
