@@ -742,7 +742,7 @@ spec:
             .unwrap_or(0);
     }
     eprintln!(
-        "{n} execute in {:?} ({:?} each)",
+        "{n} execute in {:?} ({:?} each), {total} bytes in all",
         start.elapsed(),
         start.elapsed() / n
     );
