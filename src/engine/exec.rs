@@ -98,16 +98,11 @@ impl Templates {
     }
 }
 
-/// Go's `associate`: an empty definition never replaces an existing one.
+/// Go's `associate`: an empty (whitespace-only) definition never replaces
+/// an existing one; anything else replaces it.
 fn associate(map: &mut TreeMap, t: Rc<Tree>) {
-    if let Some(old) = map.get(&t.name) {
-        if is_empty_tree(&t.root) && !old.root.is_empty() {
-            return;
-        }
-        if is_empty_tree(&t.root) && is_empty_tree(&old.root) && !t.root.is_empty() {
-            // Both empty: Go replaces (old.Tree != nil only matters for a
-            // never-parsed template), keep the newer one.
-        }
+    if is_empty_tree(&t.root) && map.contains_key(&t.name) {
+        return;
     }
     map.insert(t.name.clone(), t);
 }
@@ -876,7 +871,7 @@ impl<'a, 't> State<'a, 't> {
                 main = Some(t.clone());
             }
             match self.ns.lookup(&t.name) {
-                Some(old) if is_empty_tree(&t.root) && !old.root.is_empty() => {}
+                Some(_) if is_empty_tree(&t.root) => {}
                 _ => {
                     local.insert(t.name.clone(), t.clone());
                 }

@@ -274,6 +274,17 @@ fn empty_define_does_not_replace() {
     assert_eq!(t.execute("x", &Value::Nil, &env).ok().as_deref(), Some("A"));
     assert!(t.parse("c", "{{ define \"x\" }}C{{ end }}").is_ok());
     assert_eq!(t.execute("x", &Value::Nil, &env).ok().as_deref(), Some("C"));
+    // An empty definition does not replace another empty one either.
+    assert!(
+        t.parse(
+            "d",
+            "{{ define \"y\" }}{{ end }}{{ define \"z\" }}Z{{ end }}"
+        )
+        .is_ok()
+    );
+    assert!(t.parse("e", "{{ define \"y\" }} {{ end }}").is_ok());
+    assert_eq!(t.execute("y", &Value::Nil, &env).ok().as_deref(), Some(""));
+    assert_eq!(t.execute("x", &Value::Nil, &env).ok().as_deref(), Some("C"));
     assert!(t.contains("c"));
     assert!(!t.contains("zzz"));
 }
