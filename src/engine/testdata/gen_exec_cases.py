@@ -147,6 +147,7 @@ err("z_iface_float_int", "{{ nindent .Values.num \"x\" }}", "num: 3\n")
 err("z_iface_list_str", "{{ upper .Values.l }}", "l: [a]\n")
 err("z_range_elem_str", "{{ range .Values.l }}{{ upper . }}{{ nindent . \"x\" }}{{ end }}", "l: [a]\n")
 out("z_empty_define_keeps_empty", "[{{ include \"y\" . }}]", "", {"_b.tpl": "{{ define \"y\" }}{{ end }}", "_a.tpl": "{{ define \"y\" }} {{ end }}"})
+err("z_include_recursion", "{{ include \"r\" . }}", "", {"_h.tpl": "{{ define \"r\" }}x{{ include \"r\" . }}{{ end }}"})
 
 
 def run(c):
