@@ -1,1 +1,273 @@
-//! (in progress)
+//! The parse tree, after Go's `text/template/parse/node.go`.
+//!
+//! Nodes carry their byte offset in the source text; line and column are
+//! computed only when an error is reported (Go's `ErrorContext`). Each
+//! node's `Display` is Go's `Node.String()`, which execution errors quote
+//! as `<…>`. Functions are resolved at parse time into [`Callee`]s so the
+//! evaluator does no map look-ups.
+
+use std::fmt;
+use std::rc::Rc;
+
+use super::funcs::FuncDef;
+
+/// The text a tree was parsed from, and the name errors report for it
+/// (Go's `Tree.ParseName`: the top-level template of the `Parse` call).
+pub struct Source {
+    pub name: Rc<str>,
+    pub text: Rc<str>,
+}
+
+impl Source {
+    /// Go's `ErrorContext` location: 1-based line, 0-based byte column.
+    pub fn line_col(&self, pos: usize) -> (usize, usize) {
+        let text = &self.text[..pos.min(self.text.len())];
+        let line = 1 + text.bytes().filter(|b| *b == b'\n').count();
+        let col = match text.rfind('\n') {
+            Some(i) => pos - (i + 1),
+            None => pos,
+        };
+        (line, col)
+    }
+}
+
+/// A named template: one `define`, `block` or parsed file.
+pub struct Tree {
+    pub name: Rc<str>,
+    pub src: Rc<Source>,
+    pub root: Vec<Node>,
+}
+
+/// What an identifier in command position calls.
+#[derive(Clone, Copy)]
+pub enum Callee {
+    /// An ordinary function from the [`FuncMap`](super::FuncMap).
+    Func(FuncDef),
+    /// `and` / `or`: evaluated lazily by the evaluator (Go 1.18+).
+    And,
+    Or,
+    /// Helm's `include` and `tpl`, which need the template namespace.
+    Include,
+    Tpl,
+}
+
+pub enum Node {
+    Text(Box<str>),
+    Action(Pipe),
+    If(Branch),
+    Range(Branch),
+    With(Branch),
+    Template {
+        pos: usize,
+        name: Rc<str>,
+        pipe: Option<Pipe>,
+    },
+    Break(usize),
+    Continue(usize),
+}
+
+pub struct Branch {
+    pub pos: usize,
+    pub pipe: Pipe,
+    pub list: Vec<Node>,
+    pub else_list: Option<Vec<Node>>,
+}
+
+pub struct Pipe {
+    pub pos: usize,
+    pub is_assign: bool,
+    pub decl: Vec<Rc<str>>,
+    pub cmds: Vec<Command>,
+}
+
+pub struct Command {
+    pub pos: usize,
+    pub args: Vec<Arg>,
+}
+
+/// Go's number node: the constant under every type that can hold it.
+#[derive(Clone, Debug)]
+pub struct Number {
+    pub text: Box<str>,
+    pub is_int: bool,
+    pub is_uint: bool,
+    pub is_float: bool,
+    pub is_complex: bool,
+    pub int: i64,
+    pub uint: u64,
+    pub float: f64,
+}
+
+pub enum Arg {
+    Field {
+        pos: usize,
+        idents: Vec<Rc<str>>,
+    },
+    Chain {
+        pos: usize,
+        node: Box<Arg>,
+        fields: Vec<Rc<str>>,
+    },
+    Ident {
+        pos: usize,
+        name: Rc<str>,
+        callee: Callee,
+    },
+    Pipe(Box<Pipe>),
+    /// `$x.a.b`: `idents[0]` is the variable name.
+    Var {
+        pos: usize,
+        idents: Vec<Rc<str>>,
+    },
+    Dot(usize),
+    Nil(usize),
+    Bool(usize, bool),
+    Number(usize, Box<Number>),
+    /// `quoted` is the source spelling, which `String()` prints.
+    Str {
+        pos: usize,
+        quoted: Box<str>,
+        text: Rc<str>,
+    },
+}
+
+impl Arg {
+    pub fn pos(&self) -> usize {
+        match self {
+            Arg::Field { pos, .. }
+            | Arg::Chain { pos, .. }
+            | Arg::Ident { pos, .. }
+            | Arg::Var { pos, .. }
+            | Arg::Dot(pos)
+            | Arg::Nil(pos)
+            | Arg::Bool(pos, _)
+            | Arg::Number(pos, _)
+            | Arg::Str { pos, .. } => *pos,
+            Arg::Pipe(p) => p.pos,
+        }
+    }
+}
+
+fn write_idents(f: &mut fmt::Formatter<'_>, idents: &[Rc<str>]) -> fmt::Result {
+    for (i, id) in idents.iter().enumerate() {
+        if i > 0 {
+            f.write_str(".")?;
+        }
+        f.write_str(id)?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for Arg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Arg::Field { idents, .. } => {
+                for id in idents {
+                    write!(f, ".{id}")?;
+                }
+                Ok(())
+            }
+            Arg::Chain { node, fields, .. } => {
+                if let Arg::Pipe(p) = &**node {
+                    write!(f, "({p})")?;
+                } else {
+                    write!(f, "{node}")?;
+                }
+                for id in fields {
+                    write!(f, ".{id}")?;
+                }
+                Ok(())
+            }
+            Arg::Ident { name, .. } => f.write_str(name),
+            Arg::Pipe(p) => write!(f, "{p}"),
+            Arg::Var { idents, .. } => write_idents(f, idents),
+            Arg::Dot(_) => f.write_str("."),
+            Arg::Nil(_) => f.write_str("nil"),
+            Arg::Bool(_, b) => f.write_str(if *b { "true" } else { "false" }),
+            Arg::Number(_, n) => f.write_str(&n.text),
+            Arg::Str { quoted, .. } => f.write_str(quoted),
+        }
+    }
+}
+
+impl fmt::Display for Command {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, a) in self.args.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" ")?;
+            }
+            if let Arg::Pipe(p) = a {
+                write!(f, "({p})")?;
+            } else {
+                write!(f, "{a}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Pipe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.decl.is_empty() {
+            for (i, v) in self.decl.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                f.write_str(v)?;
+            }
+            f.write_str(" := ")?;
+        }
+        for (i, c) in self.cmds.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" | ")?;
+            }
+            write!(f, "{c}")?;
+        }
+        Ok(())
+    }
+}
+
+pub fn write_list(f: &mut fmt::Formatter<'_>, list: &[Node]) -> fmt::Result {
+    for n in list {
+        write!(f, "{n}")?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let branch = |f: &mut fmt::Formatter<'_>, name: &str, b: &Branch| -> fmt::Result {
+            write!(f, "{{{{{name} {}}}}}", b.pipe)?;
+            write_list(f, &b.list)?;
+            if let Some(e) = &b.else_list {
+                f.write_str("{{else}}")?;
+                write_list(f, e)?;
+            }
+            f.write_str("{{end}}")
+        };
+        match self {
+            Node::Text(t) => f.write_str(t),
+            Node::Action(p) => write!(f, "{{{{{p}}}}}"),
+            Node::If(b) => branch(f, "if", b),
+            Node::Range(b) => branch(f, "range", b),
+            Node::With(b) => branch(f, "with", b),
+            Node::Template { name, pipe, .. } => {
+                write!(f, "{{{{template {}", super::gofmt::quote(name))?;
+                if let Some(p) = pipe {
+                    write!(f, " {p}")?;
+                }
+                f.write_str("}}")
+            }
+            Node::Break(_) => f.write_str("{{break}}"),
+            Node::Continue(_) => f.write_str("{{continue}}"),
+        }
+    }
+}
+
+/// Go's `IsEmptyTree`: only whitespace text and comments.
+pub fn is_empty_tree(list: &[Node]) -> bool {
+    list.iter().all(|n| match n {
+        Node::Text(t) => t.trim_matches(|c: char| c.is_whitespace()).is_empty(),
+        _ => false,
+    })
+}

@@ -1,1 +1,1057 @@
-//! (in progress)
+//! The evaluator: a port of Go's `text/template/exec.go` (Go 1.23) with
+//! Helm v3.17's `include` and `tpl` (pkg/engine/engine.go) built in.
+//!
+//! Go distinguishes an *invalid* `reflect.Value` (untyped nil: the data of
+//! `include "x" nil`, a flattened pipeline result) from a nil *interface*
+//! read out of a `map[string]interface{}` or `[]interface{}` (a missing key
+//! under `missingkey=zero`, a YAML `null`). The difference is visible:
+//! `.a.b` on the latter fails with "nil pointer evaluating interface {}.b",
+//! on the former it yields nothing. [`V`] carries that bit next to the value.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::ast::{Arg, Branch, Callee, Command, Node, Pipe, Source, Tree, is_empty_tree};
+use super::error::{Error, ErrorData, ErrorKind};
+use super::funcs::{Env, FuncMap, Param};
+use super::gofmt;
+use super::parse;
+use super::value::{ListKind, MapKind, Member, Value};
+
+/// Helm's `recursionMaxNums`.
+const INCLUDE_MAX: usize = 1000;
+/// Stack left before [`stacker`] switches to a new segment, and the size
+/// of each new segment.
+pub(crate) const STACK_RED_ZONE: usize = 256 * 1024;
+pub(crate) const STACK_SEGMENT: usize = 4 * 1024 * 1024;
+/// Go's `maxExecDepth`.
+const MAX_EXEC_DEPTH: usize = 100_000;
+/// The name of Helm's root template, which `tpl` parses its text under and
+/// which "no template associated with" errors name.
+const ROOT_NAME: &str = "gotpl";
+
+type TreeMap = HashMap<Rc<str>, Rc<Tree>>;
+/// The trees a `tpl` text parses into, or its parse error.
+type TplParse = Result<Vec<Rc<Tree>>, Error>;
+
+/// One template namespace (Go's `*template.Template` common set).
+pub struct Templates {
+    funcs: Rc<FuncMap>,
+    trees: TreeMap,
+    /// `tpl` texts already parsed: text → trees (or the parse error).
+    tpl_cache: RefCell<HashMap<Rc<str>, Rc<TplParse>>>,
+    /// The name `$`, shared by every execution's variable stack.
+    dollar: Rc<str>,
+}
+
+impl Templates {
+    pub fn new(funcs: Rc<FuncMap>) -> Self {
+        Templates {
+            funcs,
+            trees: HashMap::new(),
+            tpl_cache: RefCell::new(HashMap::new()),
+            dollar: Rc::from("$"),
+        }
+    }
+
+    /// Parse `text` as template `name`; each `{{define}}`/`{{block}}` inside
+    /// becomes a template too. A definition whose body is empty or
+    /// whitespace-only does not replace an existing one (Go's
+    /// `AddParseTree`/`IsEmptyTree` rule); otherwise the later parse wins.
+    pub fn parse(&mut self, name: &str, text: &str) -> Result<(), Error> {
+        let trees = parse::parse(name, text, &self.funcs)?;
+        for t in trees {
+            associate(&mut self.trees, Rc::new(t));
+        }
+        Ok(())
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.trees.contains_key(name)
+    }
+
+    /// Execute template `name` with `data` as dot and `$`.
+    pub fn execute(&self, name: &str, data: &Value, env: &Env) -> Result<String, Error> {
+        let ns = Ns {
+            local: None,
+            parent: None,
+            base: self,
+        };
+        let included = RefCell::new(HashMap::new());
+        let mut out = String::new();
+        exec_named(&ns, env, &included, name, data.clone(), 0, &mut out)?;
+        Ok(out)
+    }
+
+    fn tpl_trees(&self, text: &str) -> Rc<TplParse> {
+        if let Some(t) = self.tpl_cache.borrow().get(text) {
+            return t.clone();
+        }
+        let r = parse::parse(ROOT_NAME, text, &self.funcs)
+            .map(|ts| ts.into_iter().map(Rc::new).collect());
+        let r = Rc::new(r);
+        self.tpl_cache
+            .borrow_mut()
+            .insert(Rc::from(text), r.clone());
+        r
+    }
+}
+
+/// Go's `associate`: an empty (whitespace-only) definition never replaces
+/// an existing one; anything else replaces it.
+fn associate(map: &mut TreeMap, t: Rc<Tree>) {
+    if is_empty_tree(&t.root) && map.contains_key(&t.name) {
+        return;
+    }
+    map.insert(t.name.clone(), t);
+}
+
+/// The namespace seen by an execution: the base set, possibly overlaid by
+/// the definitions of enclosing `tpl` calls (Helm clones the set instead).
+struct Ns<'a> {
+    local: Option<&'a TreeMap>,
+    parent: Option<&'a Ns<'a>>,
+    base: &'a Templates,
+}
+
+impl Ns<'_> {
+    fn lookup(&self, name: &str) -> Option<Rc<Tree>> {
+        if let Some(t) = self.local.and_then(|l| l.get(name)) {
+            return Some(t.clone());
+        }
+        match self.parent {
+            Some(p) => p.lookup(name),
+            None => self.base.trees.get(name).cloned(),
+        }
+    }
+}
+
+fn exec_named(
+    ns: &Ns<'_>,
+    env: &Env,
+    included: &RefCell<HashMap<Rc<str>, usize>>,
+    name: &str,
+    data: Value,
+    depth: usize,
+    out: &mut String,
+) -> Result<(), Error> {
+    let Some(tree) = ns.lookup(name) else {
+        return Err(Error::other(format!(
+            "template: no template {} associated with template {}",
+            gofmt::quote(name),
+            gofmt::quote(ROOT_NAME)
+        )));
+    };
+    exec_tree(ns, env, included, &tree, data, depth, out)
+}
+
+fn exec_tree(
+    ns: &Ns<'_>,
+    env: &Env,
+    included: &RefCell<HashMap<Rc<str>, usize>>,
+    tree: &Tree,
+    data: Value,
+    depth: usize,
+    out: &mut String,
+) -> Result<(), Error> {
+    let mut s = State {
+        ns,
+        env,
+        included,
+        tree,
+        name: tree.name.clone(),
+        src: tree.src.clone(),
+        vars: vec![(ns.base.dollar.clone(), V::val(data.clone()))],
+        depth,
+        cur: Cur::None,
+    };
+    match s.walk_list(&V::val(data), &tree.root, out) {
+        Ok(()) => Ok(()),
+        Err(Flow::Err(e)) => Err(e),
+        // break/continue outside range are parse errors; unreachable here.
+        Err(_) => Ok(()),
+    }
+}
+
+/// A value with Go's "came out of an interface-typed slot" bit.
+#[derive(Clone)]
+struct V {
+    v: Value,
+    iface: bool,
+}
+
+impl V {
+    fn val(v: Value) -> V {
+        V { v, iface: false }
+    }
+    /// Go's static type name (for "can't evaluate field" messages).
+    fn type_name(&self) -> &str {
+        if self.iface {
+            "interface {}"
+        } else {
+            self.v.type_name()
+        }
+    }
+}
+
+enum Flow {
+    Break,
+    Continue,
+    Err(Error),
+}
+
+type R<T> = Result<T, Flow>;
+
+/// The node errors are reported at (Go's `state.node`).
+#[derive(Clone, Copy)]
+enum Cur<'t> {
+    None,
+    Node(&'t Node),
+    Pipe(&'t Pipe),
+    Cmd(&'t Command),
+    Arg(&'t Arg),
+}
+
+impl Cur<'_> {
+    fn pos(&self) -> usize {
+        match self {
+            Cur::None => 0,
+            Cur::Node(n) => match n {
+                Node::Action(p) => p.pos,
+                Node::If(b) | Node::Range(b) | Node::With(b) => b.pos,
+                Node::Template { pos, .. } | Node::Break(pos) | Node::Continue(pos) => *pos,
+                Node::Text(_) => 0,
+            },
+            Cur::Pipe(p) => p.pos,
+            Cur::Cmd(c) => c.pos,
+            Cur::Arg(a) => a.pos(),
+        }
+    }
+    fn string(&self) -> String {
+        match self {
+            Cur::None => String::new(),
+            Cur::Node(n) => n.to_string(),
+            Cur::Pipe(p) => p.to_string(),
+            Cur::Cmd(c) => c.to_string(),
+            Cur::Arg(a) => a.to_string(),
+        }
+    }
+}
+
+struct State<'a, 't> {
+    ns: &'a Ns<'a>,
+    env: &'a Env,
+    included: &'a RefCell<HashMap<Rc<str>, usize>>,
+    #[allow(dead_code)]
+    tree: &'t Tree,
+    name: Rc<str>,
+    src: Rc<Source>,
+    vars: Vec<(Rc<str>, V)>,
+    depth: usize,
+    cur: Cur<'t>,
+}
+
+/// Where `evalCall` got its function from.
+enum Fun {
+    Callee(Callee, Rc<str>),
+    Method(super::value::Method, Rc<str>),
+}
+
+impl<'a, 't> State<'a, 't> {
+    fn at(&mut self, c: Cur<'t>) {
+        self.cur = c;
+    }
+
+    /// Go's `state.errorf`.
+    fn err(&self, msg: String) -> Flow {
+        Flow::Err(self.make_err(msg, None))
+    }
+
+    fn make_err(&self, msg: String, inner: Option<(&str, &str)>) -> Error {
+        let (line, col) = self.src.line_col(self.cur.pos());
+        let node = self.cur.string();
+        let message = if matches!(self.cur, Cur::None) {
+            format!("template: {}: {}", self.name, msg)
+        } else {
+            format!(
+                "template: {}:{}:{}: executing {} at <{}>: {}",
+                self.src.name,
+                line,
+                col,
+                gofmt::quote(&self.name),
+                node,
+                msg
+            )
+        };
+        Error::new(ErrorData {
+            kind: ErrorKind::Exec,
+            message,
+            file: Some(self.src.name.to_string()),
+            line: Some(line),
+            col: Some(col),
+            template: Some(self.name.to_string()),
+            node: Some(node),
+            msg,
+            func_name: inner.map(|i| i.0.to_string()),
+            func_msg: inner.map(|i| i.1.to_string()),
+        })
+    }
+
+    fn var_value(&self, name: &str) -> R<V> {
+        for (n, v) in self.vars.iter().rev() {
+            if &**n == name {
+                return Ok(v.clone());
+            }
+        }
+        Err(self.err(format!("undefined variable: {name}")))
+    }
+
+    fn set_var(&mut self, name: &str, value: V) -> R<()> {
+        for (n, v) in self.vars.iter_mut().rev() {
+            if &**n == name {
+                *v = value;
+                return Ok(());
+            }
+        }
+        Err(self.err(format!("undefined variable: {name}")))
+    }
+
+    fn walk_list(&mut self, dot: &V, list: &'t [Node], out: &mut String) -> R<()> {
+        // Go's goroutine stacks grow on demand, so deep template recursion
+        // (up to Helm's include limit or Go's maxExecDepth) works there;
+        // grow ours the same way instead of overflowing.
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || {
+            for n in list {
+                self.walk(dot, n, out)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn walk(&mut self, dot: &V, node: &'t Node, out: &mut String) -> R<()> {
+        self.at(Cur::Node(node));
+        match node {
+            Node::Text(t) => out.push_str(t),
+            Node::Action(pipe) => {
+                // Variables declared here persist until the enclosing end.
+                let val = self.eval_pipeline(dot, pipe)?;
+                if pipe.decl.is_empty() {
+                    self.at(Cur::Node(node));
+                    print_value(&val, out);
+                }
+            }
+            Node::If(b) => self.walk_if_with(dot, node, b, false, out)?,
+            Node::With(b) => self.walk_if_with(dot, node, b, true, out)?,
+            Node::Range(b) => self.walk_range(dot, node, b, out)?,
+            Node::Template { name, pipe, .. } => {
+                let Some(tree) = self.ns.lookup(name) else {
+                    return Err(self.err(format!("template {} not defined", gofmt::quote(name))));
+                };
+                if self.depth >= MAX_EXEC_DEPTH {
+                    return Err(self.err(format!(
+                        "exceeded maximum template depth ({MAX_EXEC_DEPTH})"
+                    )));
+                }
+                let newdot = match pipe {
+                    Some(p) => self.eval_pipeline(dot, p)?,
+                    None => Value::Nil,
+                };
+                let mut s = State {
+                    ns: self.ns,
+                    env: self.env,
+                    included: self.included,
+                    tree: &tree,
+                    name: tree.name.clone(),
+                    src: tree.src.clone(),
+                    vars: vec![(self.ns.base.dollar.clone(), V::val(newdot.clone()))],
+                    depth: self.depth + 1,
+                    cur: Cur::None,
+                };
+                s.walk_list(&V::val(newdot), &tree.root, out)?;
+            }
+            Node::Break(_) => return Err(Flow::Break),
+            Node::Continue(_) => return Err(Flow::Continue),
+        }
+        Ok(())
+    }
+
+    fn walk_if_with(
+        &mut self,
+        dot: &V,
+        node: &'t Node,
+        b: &'t Branch,
+        with: bool,
+        out: &mut String,
+    ) -> R<()> {
+        let mark = self.vars.len();
+        let r = (|| {
+            let val = self.eval_pipeline(dot, &b.pipe)?;
+            let _ = node;
+            if truth(&val) {
+                if with {
+                    self.walk_list(&V::val(val), &b.list, out)
+                } else {
+                    self.walk_list(dot, &b.list, out)
+                }
+            } else if let Some(e) = &b.else_list {
+                self.walk_list(dot, e, out)
+            } else {
+                Ok(())
+            }
+        })();
+        self.vars.truncate(mark);
+        r
+    }
+
+    fn walk_range(&mut self, dot: &V, node: &'t Node, r: &'t Branch, out: &mut String) -> R<()> {
+        self.at(Cur::Node(node));
+        let outer = self.vars.len();
+        let res = self.walk_range_inner(dot, node, r, out);
+        self.vars.truncate(outer);
+        match res {
+            Err(Flow::Break) => Ok(()),
+            other => other,
+        }
+    }
+
+    fn walk_range_inner(
+        &mut self,
+        dot: &V,
+        _node: &'t Node,
+        r: &'t Branch,
+        out: &mut String,
+    ) -> R<()> {
+        let val = self.eval_pipeline(dot, &r.pipe)?;
+        let mark = self.vars.len();
+        let ndecl = r.pipe.decl.len();
+        let iteration = |s: &mut Self, index: Value, elem: V, out: &mut String| -> R<()> {
+            if ndecl > 0 && mark > 0 {
+                s.vars[mark - 1].1 = elem.clone();
+            }
+            if ndecl > 1 && mark > 1 {
+                s.vars[mark - 2].1 = V::val(index);
+            }
+            let res = s.walk_list(&elem, &r.list, out);
+            s.vars.truncate(mark);
+            match res {
+                Err(Flow::Continue) => Ok(()),
+                other => other,
+            }
+        };
+        match &val {
+            Value::List(l) if !l.items.is_empty() => {
+                let iface = l.kind == ListKind::Any;
+                for (i, item) in l.items.iter().enumerate() {
+                    iteration(
+                        self,
+                        Value::Int(i as i64),
+                        V {
+                            v: item.clone(),
+                            iface,
+                        },
+                        out,
+                    )?;
+                }
+                return Ok(());
+            }
+            Value::Bytes(b) if !b.is_empty() => {
+                for (i, item) in b.iter().enumerate() {
+                    iteration(
+                        self,
+                        Value::Int(i as i64),
+                        V::val(Value::U64(*item as u64)),
+                        out,
+                    )?;
+                }
+                return Ok(());
+            }
+            Value::Map(m) if !m.is_empty() => {
+                // Go sorts the keys (fmtsort) and reads the values up front,
+                // so mutations by the body do not affect the iteration.
+                let iface = m.kind != MapKind::Str;
+                let entries: Vec<(Rc<str>, Value)> = m
+                    .borrow()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                for (k, v) in entries {
+                    iteration(self, Value::Str(k), V { v, iface }, out)?;
+                }
+                return Ok(());
+            }
+            Value::List(_) | Value::Bytes(_) | Value::Map(_) | Value::Nil => {}
+            // Helm v3.17 is built with Go 1.23, whose templates cannot range
+            // over integers (that came with Go 1.24); the error names the
+            // node evaluated last, as Go's does.
+            other => {
+                return Err(self.err(format!(
+                    "range can't iterate over {}",
+                    gofmt::to_string_v(other)
+                )));
+            }
+        }
+        if let Some(e) = &r.else_list {
+            self.walk_list(dot, e, out)?;
+        }
+        Ok(())
+    }
+
+    /// Go's `evalPipeline`: the result is flattened (an interface holding
+    /// nil becomes the untyped nil), and declarations are pushed/assigned.
+    fn eval_pipeline(&mut self, dot: &V, pipe: &'t Pipe) -> R<Value> {
+        // Parenthesised pipelines nest arbitrarily deep.
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || {
+            self.eval_pipeline_inner(dot, pipe)
+        })
+    }
+
+    fn eval_pipeline_inner(&mut self, dot: &V, pipe: &'t Pipe) -> R<Value> {
+        self.at(Cur::Pipe(pipe));
+        let mut value: Option<Value> = None;
+        for cmd in &pipe.cmds {
+            let v = self.eval_command(dot, cmd, value.take())?;
+            value = Some(v.v);
+        }
+        let value = value.unwrap_or_default();
+        for name in &pipe.decl {
+            if pipe.is_assign {
+                self.set_var(name, V::val(value.clone()))?;
+            } else {
+                self.vars.push((name.clone(), V::val(value.clone())));
+            }
+        }
+        Ok(value)
+    }
+
+    fn not_a_function(&self, args: &[Arg], has_final: bool) -> R<()> {
+        if args.len() > 1 || has_final {
+            return Err(self.err(format!("can't give argument to non-function {}", args[0])));
+        }
+        Ok(())
+    }
+
+    fn eval_command(&mut self, dot: &V, cmd: &'t Command, fin: Option<Value>) -> R<V> {
+        let first = &cmd.args[0];
+        match first {
+            Arg::Field { idents, .. } => {
+                self.at(Cur::Arg(first));
+                return self.eval_field_chain(dot, dot.clone(), first, idents, &cmd.args, fin);
+            }
+            Arg::Chain { .. } => return self.eval_chain(dot, first, &cmd.args, fin),
+            Arg::Ident { name, callee, .. } => {
+                self.at(Cur::Arg(first));
+                return self
+                    .eval_call(
+                        dot,
+                        Fun::Callee(*callee, name.clone()),
+                        Cur::Cmd(cmd),
+                        &cmd.args,
+                        fin,
+                    )
+                    .map(V::val);
+            }
+            Arg::Pipe(p) => {
+                self.not_a_function(&cmd.args, fin.is_some())?;
+                return self.eval_pipeline(dot, p).map(V::val);
+            }
+            Arg::Var { .. } => return self.eval_variable(dot, first, &cmd.args, fin),
+            _ => {}
+        }
+        self.at(Cur::Arg(first));
+        self.not_a_function(&cmd.args, fin.is_some())?;
+        match first {
+            Arg::Bool(_, b) => Ok(V::val(Value::Bool(*b))),
+            Arg::Dot(_) => Ok(dot.clone()),
+            Arg::Nil(_) => Err(self.err("nil is not a command".into())),
+            Arg::Number(_, n) => self.ideal_constant(n).map(V::val),
+            Arg::Str { text, .. } => Ok(V::val(Value::Str(text.clone()))),
+            _ => Err(self.err(format!(
+                "can't evaluate command {}",
+                gofmt::quote(&first.to_string())
+            ))),
+        }
+    }
+
+    /// Go's `idealConstant`: a number whose type is not known from context.
+    fn ideal_constant(&mut self, n: &super::ast::Number) -> R<Value> {
+        if n.is_complex {
+            return Err(self.err(format!("complex constant {} is not supported", n.text)));
+        }
+        let t = &n.text;
+        let is_hex_int = t.len() > 2
+            && t.starts_with('0')
+            && t[1..].starts_with(['x', 'X'])
+            && !t.contains(['p', 'P']);
+        let is_rune = t.starts_with('\'');
+        if n.is_float && !is_hex_int && !is_rune && t.contains(['.', 'e', 'E', 'p', 'P']) {
+            return Ok(Value::Float(n.float));
+        }
+        if n.is_int {
+            return Ok(Value::Int(n.int));
+        }
+        if n.is_uint {
+            return Err(self.err(format!("{t} overflows int")));
+        }
+        Ok(Value::Nil)
+    }
+
+    fn eval_chain(&mut self, dot: &V, chain: &'t Arg, args: &'t [Arg], fin: Option<Value>) -> R<V> {
+        self.at(Cur::Arg(chain));
+        let Arg::Chain { node, fields, .. } = chain else {
+            return Err(self.err("internal error: no fields in evalChainNode".into()));
+        };
+        if let Arg::Nil(_) = **node {
+            return Err(self.err(format!("indirection through explicit nil in {chain}")));
+        }
+        let recv = self.eval_arg(dot, Param::Any, node)?;
+        self.eval_field_chain(dot, V::val(recv), chain, fields, args, fin)
+    }
+
+    fn eval_variable(
+        &mut self,
+        dot: &V,
+        var: &'t Arg,
+        args: &'t [Arg],
+        fin: Option<Value>,
+    ) -> R<V> {
+        self.at(Cur::Arg(var));
+        let Arg::Var { idents, .. } = var else {
+            return Err(self.err("internal error: not a variable".into()));
+        };
+        let value = self.var_value(&idents[0])?;
+        if idents.len() == 1 {
+            self.not_a_function(args, fin.is_some())?;
+            return Ok(value);
+        }
+        self.eval_field_chain(dot, value, var, &idents[1..], args, fin)
+    }
+
+    fn eval_field_chain(
+        &mut self,
+        dot: &V,
+        mut receiver: V,
+        node: &'t Arg,
+        idents: &'t [Rc<str>],
+        args: &'t [Arg],
+        fin: Option<Value>,
+    ) -> R<V> {
+        let n = idents.len();
+        for id in &idents[..n - 1] {
+            receiver = self.eval_field(dot, id, node, &[], None, receiver)?;
+        }
+        self.eval_field(dot, &idents[n - 1], node, args, fin, receiver)
+    }
+
+    /// Go's `evalField` with Helm's `missingkey=zero`.
+    fn eval_field(
+        &mut self,
+        dot: &V,
+        name: &Rc<str>,
+        node: &'t Arg,
+        args: &'t [Arg],
+        fin: Option<Value>,
+        receiver: V,
+    ) -> R<V> {
+        let has_args = args.len() > 1 || fin.is_some();
+        match &receiver.v {
+            Value::Nil => {
+                if receiver.iface {
+                    return Err(self.err(format!("nil pointer evaluating interface {{}}.{name}")));
+                }
+                Ok(V::val(Value::Nil))
+            }
+            Value::Map(m) => {
+                if has_args {
+                    return Err(self.err(format!("{name} is not a method but has arguments")));
+                }
+                match m.get(name) {
+                    Some(v) => Ok(V {
+                        v,
+                        iface: m.kind != MapKind::Str,
+                    }),
+                    None if m.kind == MapKind::Str => Ok(V::val(Value::str(""))),
+                    None => Ok(V {
+                        v: Value::Nil,
+                        iface: true,
+                    }),
+                }
+            }
+            Value::Object(o) => match o.member(name) {
+                Some(Member::Method(m)) => self
+                    .eval_call(dot, Fun::Method(m, name.clone()), Cur::Arg(node), args, fin)
+                    .map(V::val),
+                Some(Member::Field(v)) => {
+                    if has_args {
+                        return Err(self.err(format!(
+                            "{name} has arguments but cannot be invoked as function"
+                        )));
+                    }
+                    Ok(V::val(v))
+                }
+                None => Err(self.err(format!(
+                    "can't evaluate field {name} in type {}",
+                    receiver.type_name()
+                ))),
+            },
+            _ => Err(self.err(format!(
+                "can't evaluate field {name} in type {}",
+                receiver.type_name()
+            ))),
+        }
+    }
+
+    /// Go's `evalCall` (`args[0]` is the function's own node).
+    fn eval_call(
+        &mut self,
+        dot: &V,
+        fun: Fun,
+        node: Cur<'t>,
+        args: &'t [Arg],
+        fin: Option<Value>,
+    ) -> R<Value> {
+        let args = if args.is_empty() { args } else { &args[1..] };
+        let num_in = args.len() + usize::from(fin.is_some());
+        // The signature: Helm's include/tpl are `(string, interface{})`; a
+        // method's parameters are unknown here, so its arguments go in as
+        // `interface {}` values.
+        let (name_owned, params, variadic): (Rc<str>, &[Param], Option<Param>) = match &fun {
+            Fun::Callee(Callee::Func(d), n) => (n.clone(), d.params, d.variadic),
+            Fun::Callee(Callee::And | Callee::Or, n) => {
+                (n.clone(), &[Param::Any], Some(Param::Any))
+            }
+            Fun::Callee(Callee::Include | Callee::Tpl, n) => {
+                (n.clone(), &[Param::Str, Param::Any], None)
+            }
+            Fun::Method(_, n) => (n.clone(), &[], Some(Param::Any)),
+        };
+        let num_fixed = if variadic.is_some() {
+            params.len()
+        } else {
+            args.len()
+        };
+        if variadic.is_some() {
+            if num_in < params.len() {
+                return Err(self.err(format!(
+                    "wrong number of args for {name_owned}: want at least {} got {}",
+                    params.len(),
+                    args.len()
+                )));
+            }
+        } else if num_in != params.len() {
+            return Err(self.err(format!(
+                "wrong number of args for {name_owned}: want {} got {num_in}",
+                params.len()
+            )));
+        }
+
+        // and/or short-circuit (Go 1.18+): return the deciding operand.
+        if let Fun::Callee(c @ (Callee::And | Callee::Or), _) = fun {
+            let is_or = matches!(c, Callee::Or);
+            let mut v = Value::Nil;
+            for a in args {
+                v = self.eval_arg(dot, Param::Any, a)?;
+                if truth(&v) == is_or {
+                    return Ok(v);
+                }
+            }
+            if let Some(f) = fin {
+                v = f;
+            }
+            return Ok(v);
+        }
+
+        let mut argv: Vec<Value> = Vec::with_capacity(num_in);
+        let mut i = 0;
+        while i < num_fixed && i < args.len() {
+            let p = params.get(i).copied().unwrap_or(Param::Any);
+            argv.push(self.eval_arg(dot, p, &args[i])?);
+            i += 1;
+        }
+        if let Some(vp) = variadic {
+            while i < args.len() {
+                argv.push(self.eval_arg(dot, vp, &args[i])?);
+                i += 1;
+            }
+        }
+        if let Some(f) = fin {
+            let t = if num_in - 1 < params.len() {
+                params[num_in - 1]
+            } else {
+                variadic.unwrap_or(Param::Any)
+            };
+            argv.push(self.validate_type(V::val(f), t)?);
+        }
+
+        let result = match fun {
+            Fun::Callee(Callee::Func(d), _) => (d.imp)(self.env, &argv).map_err(|m| (m, None)),
+            Fun::Method(m, _) => m(&argv).map_err(|m| (m, None)),
+            Fun::Callee(Callee::Include, _) => self.include(&argv),
+            Fun::Callee(Callee::Tpl, _) => self.tpl(&argv),
+            Fun::Callee(Callee::And | Callee::Or, _) => Ok(Value::Nil),
+        };
+        match result {
+            Ok(v) => Ok(v),
+            Err((msg, inner)) => {
+                self.at(node);
+                let inner_fn = inner.clone();
+                let e = self.make_err(
+                    format!("error calling {name_owned}: {msg}"),
+                    Some(match &inner_fn {
+                        Some((f, m)) => (f.as_str(), m.as_str()),
+                        None => (&name_owned, msg.as_str()),
+                    }),
+                );
+                Err(Flow::Err(e))
+            }
+        }
+    }
+
+    /// Helm's `include`: render a named template to a string.
+    fn include(&mut self, argv: &[Value]) -> Result<Value, (String, Option<(String, String)>)> {
+        let key: Rc<str> = match &argv[0] {
+            Value::Str(s) => s.clone(),
+            _ => Rc::from(""),
+        };
+        let name: &str = &key;
+        {
+            let mut inc = self.included.borrow_mut();
+            let c = inc.entry(key.clone()).or_insert(0);
+            if *c > INCLUDE_MAX {
+                return Err((
+                    format!(
+                        "rendering template has a nested reference name: {name}: unable to execute template"
+                    ),
+                    None,
+                ));
+            }
+            *c += 1;
+        }
+        let mut buf = String::new();
+        let r = exec_named(
+            self.ns,
+            self.env,
+            self.included,
+            name,
+            argv[1].clone(),
+            0, // a new execution (Go's ExecuteTemplate) starts at depth 0
+            &mut buf,
+        );
+        if let Some(c) = self.included.borrow_mut().get_mut(&key) {
+            *c = c.saturating_sub(1);
+        }
+        match r {
+            Ok(()) => Ok(Value::string(buf)),
+            Err(e) => Err(wrap_inner(e, "")),
+        }
+    }
+
+    /// Helm's `tpl`: parse the text in an overlay of the namespace (Helm
+    /// clones it) under the name "gotpl" and execute it.
+    fn tpl(&mut self, argv: &[Value]) -> Result<Value, (String, Option<(String, String)>)> {
+        let text = argv[0].as_str().unwrap_or("");
+        let parsed = self.ns.base.tpl_trees(text);
+        let trees = match &*parsed {
+            Ok(t) => t,
+            Err(e) => {
+                return Err((
+                    format!(
+                        "cannot parse template {}: {}",
+                        gofmt::quote(text),
+                        e.message
+                    ),
+                    None,
+                ));
+            }
+        };
+        let mut local: TreeMap = HashMap::new();
+        let mut main = None;
+        for t in trees {
+            if &*t.name == ROOT_NAME {
+                main = Some(t.clone());
+            }
+            match self.ns.lookup(&t.name) {
+                Some(_) if is_empty_tree(&t.root) => {}
+                _ => {
+                    local.insert(t.name.clone(), t.clone());
+                }
+            }
+        }
+        let Some(main) = main else {
+            return Ok(Value::str(""));
+        };
+        let ns = Ns {
+            local: Some(&local),
+            parent: Some(self.ns),
+            base: self.ns.base,
+        };
+        let mut buf = String::new();
+        let r = exec_tree(
+            &ns,
+            self.env,
+            self.included,
+            &main,
+            argv[1].clone(),
+            0, // a new execution (Go's ExecuteTemplate) starts at depth 0
+            &mut buf,
+        );
+        match r {
+            Ok(()) => Ok(Value::string(buf.replace("<no value>", ""))),
+            Err(e) => {
+                let prefix = format!(
+                    "error during tpl function execution for {}: ",
+                    gofmt::quote(text)
+                );
+                Err(wrap_inner(e, &prefix))
+            }
+        }
+    }
+
+    /// Go's `evalArg`: evaluate an argument for a parameter of type `p`.
+    fn eval_arg(&mut self, dot: &V, p: Param, n: &'t Arg) -> R<Value> {
+        self.at(Cur::Arg(n));
+        match n {
+            Arg::Dot(_) => return self.validate_type(dot.clone(), p),
+            Arg::Nil(_) => {
+                if can_be_nil(p) {
+                    return Ok(Value::Nil);
+                }
+                return Err(self.err(format!("cannot assign nil to {}", p.go_name())));
+            }
+            Arg::Field { idents, .. } => {
+                let v = self.eval_field_chain(
+                    dot,
+                    dot.clone(),
+                    n,
+                    idents,
+                    std::slice::from_ref(n),
+                    None,
+                )?;
+                return self.validate_type(v, p);
+            }
+            Arg::Var { .. } => {
+                let v = self.eval_variable(dot, n, &[], None)?;
+                return self.validate_type(v, p);
+            }
+            Arg::Pipe(pipe) => {
+                let v = self.eval_pipeline(dot, pipe)?;
+                return self.validate_type(V::val(v), p);
+            }
+            Arg::Ident { name, callee, .. } => {
+                let v = self.eval_call(
+                    dot,
+                    Fun::Callee(*callee, name.clone()),
+                    Cur::Arg(n),
+                    std::slice::from_ref(n),
+                    None,
+                )?;
+                return self.validate_type(V::val(v), p);
+            }
+            Arg::Chain { .. } => {
+                let v = self.eval_chain(dot, n, &[], None)?;
+                return self.validate_type(v, p);
+            }
+            _ => {}
+        }
+        match p {
+            Param::Bool => match n {
+                Arg::Bool(_, b) => Ok(Value::Bool(*b)),
+                _ => Err(self.err(format!("expected bool; found {n}"))),
+            },
+            Param::Float => match n {
+                Arg::Number(_, num) if num.is_float => Ok(Value::Float(num.float)),
+                _ => Err(self.err(format!("expected float; found {n}"))),
+            },
+            Param::Int | Param::Int64 => match n {
+                Arg::Number(_, num) if num.is_int => Ok(if p == Param::Int {
+                    Value::Int(num.int)
+                } else {
+                    Value::I64(num.int)
+                }),
+                _ => Err(self.err(format!("expected integer; found {n}"))),
+            },
+            Param::Str => match n {
+                Arg::Str { text, .. } => Ok(Value::Str(text.clone())),
+                _ => Err(self.err(format!("expected string; found {n}"))),
+            },
+            Param::Any => match n {
+                Arg::Bool(_, b) => Ok(Value::Bool(*b)),
+                Arg::Number(_, num) => self.ideal_constant(num),
+                Arg::Str { text, .. } => Ok(Value::Str(text.clone())),
+                _ => Err(self.err(format!(
+                    "can't handle assignment of {n} to empty interface argument"
+                ))),
+            },
+            Param::Map | Param::List => {
+                Err(self.err(format!("can't handle {n} for arg of type {}", p.go_name())))
+            }
+        }
+    }
+
+    /// Go's `validateType` for the parameter types functions declare.
+    fn validate_type(&self, value: V, p: Param) -> R<Value> {
+        if let Value::Nil = value.v {
+            if !value.iface {
+                if can_be_nil(p) {
+                    return Ok(Value::Nil);
+                }
+                return Err(self.err(format!("invalid value; expected {}", p.go_name())));
+            }
+            if p == Param::Any {
+                return Ok(Value::Nil);
+            }
+            return Err(self.err(format!(
+                "wrong type for value; expected {}; got interface {{}}",
+                p.go_name()
+            )));
+        }
+        let ok = match p {
+            Param::Any => true,
+            Param::Str => matches!(value.v, Value::Str(_)),
+            Param::Int => matches!(value.v, Value::Int(_)),
+            Param::Int64 => matches!(value.v, Value::I64(_)),
+            Param::Float => matches!(value.v, Value::Float(_)),
+            Param::Bool => matches!(value.v, Value::Bool(_)),
+            Param::Map => matches!(&value.v, Value::Map(m) if m.kind != MapKind::Str),
+            Param::List => matches!(&value.v, Value::List(l) if l.kind == ListKind::Any),
+        };
+        if ok {
+            return Ok(value.v);
+        }
+        // A non-nil interface is unwrapped first, so the concrete type is
+        // reported (only a nil interface reports `interface {}`, above).
+        Err(self.err(format!(
+            "wrong type for value; expected {}; got {}",
+            p.go_name(),
+            value.v.type_name()
+        )))
+    }
+}
+
+/// Wrap an error from a nested execution for `error calling include/tpl`,
+/// keeping the innermost function name and message.
+fn wrap_inner(e: Error, prefix: &str) -> (String, Option<(String, String)>) {
+    let inner = match (&e.func_name, &e.func_msg) {
+        (Some(f), Some(m)) => Some((f.clone(), m.clone())),
+        _ => None,
+    };
+    (format!("{prefix}{}", e.message), inner)
+}
+
+fn can_be_nil(p: Param) -> bool {
+    matches!(p, Param::Any | Param::Map | Param::List)
+}
+
+/// Go's `truth` / `isTrue`.
+pub fn truth(v: &Value) -> bool {
+    v.truthy()
+}
+
+/// Go's `printValue`: the untyped nil prints `<no value>`.
+fn print_value(v: &Value, out: &mut String) {
+    match v {
+        Value::Nil => out.push_str("<no value>"),
+        Value::Str(s) => out.push_str(s),
+        other => gofmt::fmt_v(other, out),
+    }
+}

@@ -1,6 +1,536 @@
 //! Go text/template's builtin functions (`and`, `or`, `not`, `len`, `index`,
-//! `slice`, `print*`, `html`, `js`, `urlquery`, `call`, comparisons).
+//! `slice`, `print*`, `html`, `js`, `urlquery`, `call`, comparisons), ported
+//! from Go's `text/template/funcs.go` with its error texts.
+//!
+//! `and` and `or` are registered as placeholders: the evaluator implements
+//! them itself because they short-circuit.
 
-use super::FuncMap;
+use super::{Env, FuncDef, FuncMap, FuncResult, Param};
+use crate::engine::gofmt;
+use crate::engine::value::Value;
 
-pub fn register(_m: &mut FuncMap) {}
+const BUILTINS: &[FuncDef] = &[
+    FuncDef {
+        name: "and",
+        params: &[Param::Any],
+        variadic: Some(Param::Any),
+        imp: placeholder,
+    },
+    FuncDef {
+        name: "or",
+        params: &[Param::Any],
+        variadic: Some(Param::Any),
+        imp: placeholder,
+    },
+    FuncDef {
+        name: "not",
+        params: &[Param::Any],
+        variadic: None,
+        imp: not,
+    },
+    FuncDef {
+        name: "len",
+        params: &[Param::Any],
+        variadic: None,
+        imp: length,
+    },
+    FuncDef {
+        name: "index",
+        params: &[Param::Any],
+        variadic: Some(Param::Any),
+        imp: index,
+    },
+    FuncDef {
+        name: "slice",
+        params: &[Param::Any],
+        variadic: Some(Param::Any),
+        imp: slice,
+    },
+    FuncDef {
+        name: "print",
+        params: &[],
+        variadic: Some(Param::Any),
+        imp: print,
+    },
+    FuncDef {
+        name: "printf",
+        params: &[Param::Str],
+        variadic: Some(Param::Any),
+        imp: printf,
+    },
+    FuncDef {
+        name: "println",
+        params: &[],
+        variadic: Some(Param::Any),
+        imp: println,
+    },
+    FuncDef {
+        name: "html",
+        params: &[],
+        variadic: Some(Param::Any),
+        imp: html,
+    },
+    FuncDef {
+        name: "js",
+        params: &[],
+        variadic: Some(Param::Any),
+        imp: js,
+    },
+    FuncDef {
+        name: "urlquery",
+        params: &[],
+        variadic: Some(Param::Any),
+        imp: urlquery,
+    },
+    FuncDef {
+        name: "call",
+        params: &[Param::Any],
+        variadic: Some(Param::Any),
+        imp: call,
+    },
+    FuncDef {
+        name: "eq",
+        params: &[Param::Any],
+        variadic: Some(Param::Any),
+        imp: eq,
+    },
+    FuncDef {
+        name: "ne",
+        params: &[Param::Any, Param::Any],
+        variadic: None,
+        imp: ne,
+    },
+    FuncDef {
+        name: "lt",
+        params: &[Param::Any, Param::Any],
+        variadic: None,
+        imp: lt,
+    },
+    FuncDef {
+        name: "le",
+        params: &[Param::Any, Param::Any],
+        variadic: None,
+        imp: le,
+    },
+    FuncDef {
+        name: "gt",
+        params: &[Param::Any, Param::Any],
+        variadic: None,
+        imp: gt,
+    },
+    FuncDef {
+        name: "ge",
+        params: &[Param::Any, Param::Any],
+        variadic: None,
+        imp: ge,
+    },
+];
+
+pub fn register(m: &mut FuncMap) {
+    for d in BUILTINS {
+        m.insert(*d);
+    }
+}
+
+/// A builtin by name (Go always has them, whatever the user's map holds).
+pub fn get(name: &str) -> Option<FuncDef> {
+    BUILTINS.iter().find(|d| d.name == name).copied()
+}
+
+fn placeholder(_: &Env, _: &[Value]) -> FuncResult {
+    Err("unreachable".into())
+}
+
+fn not(_: &Env, a: &[Value]) -> FuncResult {
+    Ok(Value::Bool(!a[0].truthy()))
+}
+
+fn length(_: &Env, a: &[Value]) -> FuncResult {
+    let n = match &a[0] {
+        Value::Str(s) => s.len(),
+        Value::Bytes(b) => b.len(),
+        Value::List(l) => l.items.len(),
+        Value::Map(m) => m.len(),
+        Value::Nil => return Err("len of nil pointer".into()),
+        other => return Err(format!("len of type {}", other.type_name())),
+    };
+    Ok(Value::Int(n as i64))
+}
+
+/// Go's `indexArg`.
+fn index_arg(index: &Value, cap: usize) -> Result<usize, String> {
+    let x: i128 = match index {
+        Value::Int(i) | Value::I64(i) => *i as i128,
+        Value::U64(u) => *u as i128,
+        Value::Nil => return Err("cannot index slice/array with nil".into()),
+        other => {
+            return Err(format!(
+                "cannot index slice/array with type {}",
+                other.type_name()
+            ));
+        }
+    };
+    if x < 0 || x > cap as i128 {
+        return Err(format!("index out of range: {x}"));
+    }
+    Ok(x as usize)
+}
+
+fn index(_: &Env, a: &[Value]) -> FuncResult {
+    let mut item = a[0].clone();
+    if item.is_nil() {
+        return Err("index of untyped nil".into());
+    }
+    for idx in &a[1..] {
+        item = match &item {
+            Value::Nil => return Err("index of nil pointer".into()),
+            Value::List(l) => {
+                let x = index_arg(idx, l.items.len())?;
+                match l.items.get(x) {
+                    Some(v) => v.clone(),
+                    None => return Err(format!("index out of range: {x}")),
+                }
+            }
+            Value::Str(s) => {
+                let x = index_arg(idx, s.len())?;
+                match s.as_bytes().get(x) {
+                    Some(b) => Value::U64(*b as u64).to_uint8(),
+                    None => return Err(format!("index out of range: {x}")),
+                }
+            }
+            Value::Bytes(b) => {
+                let x = index_arg(idx, b.len())?;
+                match b.get(x) {
+                    Some(b) => Value::U64(*b as u64).to_uint8(),
+                    None => return Err(format!("index out of range: {x}")),
+                }
+            }
+            Value::Map(m) => match idx {
+                Value::Str(k) => m
+                    .get(k)
+                    .unwrap_or(if m.kind == crate::engine::MapKind::Str {
+                        Value::str("")
+                    } else {
+                        Value::Nil
+                    }),
+                Value::Nil => return Err("value is nil; should be of type string".into()),
+                other => {
+                    return Err(format!(
+                        "value has type {}; should be string",
+                        other.type_name()
+                    ));
+                }
+            },
+            other => return Err(format!("can't index item of type {}", other.type_name())),
+        };
+    }
+    Ok(item)
+}
+
+trait ToUint8 {
+    fn to_uint8(self) -> Value;
+}
+impl ToUint8 for Value {
+    /// A byte read out of a string: Go's `uint8`, printed as a number. The
+    /// value model has no uint8, so it is carried as a Go `int`, which prints
+    /// and compares the same in templates.
+    fn to_uint8(self) -> Value {
+        match self {
+            Value::U64(u) => Value::Int(u as i64),
+            v => v,
+        }
+    }
+}
+
+fn slice(_: &Env, a: &[Value]) -> FuncResult {
+    let item = &a[0];
+    let idxs = &a[1..];
+    if item.is_nil() {
+        return Err("slice of untyped nil".into());
+    }
+    if idxs.len() > 3 {
+        return Err(format!("too many slice indexes: {}", idxs.len()));
+    }
+    let len = match item {
+        Value::Str(s) => {
+            if idxs.len() == 3 {
+                return Err("cannot 3-index slice a string".into());
+            }
+            s.len()
+        }
+        Value::List(l) => l.items.len(),
+        Value::Bytes(b) => b.len(),
+        other => return Err(format!("can't slice item of type {}", other.type_name())),
+    };
+    let mut idx = [0, len, len];
+    for (i, v) in idxs.iter().enumerate() {
+        idx[i] = index_arg(v, len)?;
+    }
+    if idx[0] > idx[1] {
+        return Err(format!("invalid slice index: {} > {}", idx[0], idx[1]));
+    }
+    if idxs.len() == 3 && idx[1] > idx[2] {
+        return Err(format!("invalid slice index: {} > {}", idx[1], idx[2]));
+    }
+    Ok(match item {
+        Value::Str(s) => match s.get(idx[0]..idx[1]) {
+            Some(sub) => Value::str(sub),
+            None => {
+                Value::string(String::from_utf8_lossy(&s.as_bytes()[idx[0]..idx[1]]).into_owned())
+            }
+        },
+        Value::List(l) => Value::List(std::rc::Rc::new(crate::engine::List {
+            kind: l.kind,
+            items: l.items[idx[0]..idx[1]].to_vec(),
+        })),
+        Value::Bytes(b) => Value::Bytes(b[idx[0]..idx[1]].into()),
+        _ => Value::Nil,
+    })
+}
+
+fn print(_: &Env, a: &[Value]) -> FuncResult {
+    Ok(Value::string(gofmt::sprint(a)))
+}
+fn println(_: &Env, a: &[Value]) -> FuncResult {
+    Ok(Value::string(gofmt::sprintln(a)))
+}
+fn printf(_: &Env, a: &[Value]) -> FuncResult {
+    Ok(Value::string(gofmt::sprintf(
+        a[0].as_str().unwrap_or(""),
+        &a[1..],
+    )))
+}
+
+/// Go's `evalArgs`: one string argument as is, else `fmt.Sprint` with
+/// untyped nils printed as `<no value>`.
+fn eval_args(a: &[Value]) -> String {
+    if let [Value::Str(s)] = a {
+        return s.to_string();
+    }
+    let mapped: Vec<Value> = a
+        .iter()
+        .map(|v| {
+            if v.is_nil() {
+                Value::str("<no value>")
+            } else {
+                v.clone()
+            }
+        })
+        .collect();
+    gofmt::sprint(&mapped)
+}
+
+fn html(_: &Env, a: &[Value]) -> FuncResult {
+    let s = eval_args(a);
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\0' => out.push('\u{FFFD}'),
+            '"' => out.push_str("&#34;"),
+            '\'' => out.push_str("&#39;"),
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    Ok(Value::string(out))
+}
+
+fn js(_: &Env, a: &[Value]) -> FuncResult {
+    let s = eval_args(a);
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            '"' => out.push_str("\\\""),
+            '<' => out.push_str("\\u003C"),
+            '>' => out.push_str("\\u003E"),
+            '&' => out.push_str("\\u0026"),
+            '=' => out.push_str("\\u003D"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c if (c as u32) < 0x80 => out.push(c),
+            c if gofmt::is_print(c) => out.push(c),
+            c => out.push_str(&format!("\\u{:04X}", c as u32)),
+        }
+    }
+    Ok(Value::string(out))
+}
+
+fn urlquery(_: &Env, a: &[Value]) -> FuncResult {
+    let s = eval_args(a);
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            b' ' => out.push('+'),
+            b => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    Ok(Value::string(out))
+}
+
+fn call(_: &Env, a: &[Value]) -> FuncResult {
+    // Template data never holds Go funcs here.
+    match &a[0] {
+        Value::Nil => Err("call of nil".into()),
+        other => Err(format!("non-function of type {}", other.type_name())),
+    }
+}
+
+#[derive(PartialEq, Clone, Copy)]
+enum Kind {
+    Invalid,
+    Bool,
+    Int,
+    Float,
+    Str,
+    Uint,
+}
+
+/// Go's `basicKind`.
+fn basic_kind(v: &Value) -> Kind {
+    match v {
+        Value::Bool(_) => Kind::Bool,
+        Value::Int(_) | Value::I64(_) => Kind::Int,
+        Value::U64(_) => Kind::Uint,
+        Value::Float(_) => Kind::Float,
+        Value::Str(_) => Kind::Str,
+        _ => Kind::Invalid,
+    }
+}
+
+const BAD_TYPE: &str = "invalid type for comparison";
+const BAD_CMP: &str = "incompatible types for comparison";
+
+fn int_of(v: &Value) -> i64 {
+    match v {
+        Value::Int(i) | Value::I64(i) => *i,
+        _ => 0,
+    }
+}
+fn uint_of(v: &Value) -> u64 {
+    match v {
+        Value::U64(u) => *u,
+        _ => 0,
+    }
+}
+fn float_of(v: &Value) -> f64 {
+    match v {
+        Value::Float(f) => *f,
+        _ => 0.0,
+    }
+}
+
+/// Go's `eq`: `a == b || a == c || …`, kind-strict.
+fn eq_impl(a1: &Value, rest: &[Value]) -> Result<bool, String> {
+    if rest.is_empty() {
+        return Err("missing argument for comparison".into());
+    }
+    let k1 = basic_kind(a1);
+    for a in rest {
+        let k2 = basic_kind(a);
+        let truth = if k1 != k2 {
+            match (k1, k2) {
+                (Kind::Int, Kind::Uint) => int_of(a1) >= 0 && int_of(a1) as u64 == uint_of(a),
+                (Kind::Uint, Kind::Int) => int_of(a) >= 0 && uint_of(a1) == int_of(a) as u64,
+                _ => {
+                    if !a1.is_nil() && !a.is_nil() {
+                        return Err(BAD_CMP.into());
+                    }
+                    false
+                }
+            }
+        } else {
+            match k1 {
+                Kind::Bool => matches!((a1, a), (Value::Bool(x), Value::Bool(y)) if x == y),
+                Kind::Float => float_of(a1) == float_of(a),
+                Kind::Int => int_of(a1) == int_of(a),
+                Kind::Str => a1.as_str() == a.as_str(),
+                Kind::Uint => uint_of(a1) == uint_of(a),
+                Kind::Invalid => {
+                    if a1.is_nil() || a.is_nil() {
+                        a1.is_nil() == a.is_nil()
+                    } else {
+                        // Maps, slices and funcs are not comparable in Go.
+                        match a {
+                            Value::List(_) | Value::Map(_) | Value::Bytes(_) => {
+                                let s = gofmt::sprintf("%s", std::slice::from_ref(a));
+                                return Err(format!("non-comparable type {s}: {}", a.type_name()));
+                            }
+                            Value::Object(o2) => match a1 {
+                                Value::Object(o1) => std::ptr::addr_eq(
+                                    std::rc::Rc::as_ptr(o1),
+                                    std::rc::Rc::as_ptr(o2),
+                                ),
+                                _ => false,
+                            },
+                            _ => false,
+                        }
+                    }
+                }
+            }
+        };
+        if truth {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+fn eq(_: &Env, a: &[Value]) -> FuncResult {
+    eq_impl(&a[0], &a[1..]).map(Value::Bool)
+}
+fn ne(_: &Env, a: &[Value]) -> FuncResult {
+    eq_impl(&a[0], &a[1..]).map(|b| Value::Bool(!b))
+}
+
+/// Go's `lt`.
+fn lt_impl(a1: &Value, a2: &Value) -> Result<bool, String> {
+    let k1 = basic_kind(a1);
+    if k1 == Kind::Invalid {
+        return Err(BAD_TYPE.into());
+    }
+    let k2 = basic_kind(a2);
+    if k2 == Kind::Invalid {
+        return Err(BAD_TYPE.into());
+    }
+    if k1 != k2 {
+        return match (k1, k2) {
+            (Kind::Int, Kind::Uint) => Ok(int_of(a1) < 0 || (int_of(a1) as u64) < uint_of(a2)),
+            (Kind::Uint, Kind::Int) => Ok(int_of(a2) >= 0 && uint_of(a1) < int_of(a2) as u64),
+            _ => Err(BAD_CMP.into()),
+        };
+    }
+    match k1 {
+        Kind::Bool => Err(BAD_TYPE.into()),
+        Kind::Float => Ok(float_of(a1) < float_of(a2)),
+        Kind::Int => Ok(int_of(a1) < int_of(a2)),
+        Kind::Str => Ok(a1.as_str() < a2.as_str()),
+        Kind::Uint => Ok(uint_of(a1) < uint_of(a2)),
+        Kind::Invalid => Err(BAD_TYPE.into()),
+    }
+}
+
+fn lt(_: &Env, a: &[Value]) -> FuncResult {
+    lt_impl(&a[0], &a[1]).map(Value::Bool)
+}
+/// Go's `le`: `lt || eq`.
+fn le(_: &Env, a: &[Value]) -> FuncResult {
+    le_impl(&a[0], &a[1]).map(Value::Bool)
+}
+fn le_impl(a1: &Value, a2: &Value) -> Result<bool, String> {
+    if lt_impl(a1, a2)? {
+        return Ok(true);
+    }
+    eq_impl(a1, std::slice::from_ref(a2))
+}
+fn gt(_: &Env, a: &[Value]) -> FuncResult {
+    le_impl(&a[0], &a[1]).map(|b| Value::Bool(!b))
+}
+fn ge(_: &Env, a: &[Value]) -> FuncResult {
+    lt_impl(&a[0], &a[1]).map(|b| Value::Bool(!b))
+}
