@@ -1612,6 +1612,1808 @@ b = ""
         None,
     ),
     (
+        r#"case 35.yaml"#,
+        r##"s00: "a \x0a"
+s01: " \x0a"
+s02: "\x0a\x0a"
+s03: "a\x0a "
+s04: "a\x0a\x09b"
+s05: "- x\x0ay"
+s06: "#x\x0ay"
+s07: "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\x0ay y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y "
+s08: "123abc"
+s09: "1.2.3"
+s10: "1e"
+s11: "0x"
+s12: "-.5"
+s13: "1,000"
+s14: "1_000_000"
+s15: "0b"
+s16: "0o"
+s17: "1__0"
+s18: "   "
+s19: "\u2028"
+s20: "a\u2029b"
+s21: "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\x09 word word word word word word word word word word word word word word word word word word word word"
+s22: "k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v "
+s23: "a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  "
+s24: "éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé éééééééééé"
+s25: "word word word word word word word word word word word word word word word \x0aword word word word word word word word word word word word word word word word word word word word word word word word word word word word word word "
+s26: "ends with colon:"
+s27: "a: "
+s28: "key:value"
+s29: "x # y"
+s30: "x #y"
+s31: "[x"
+s32: "{x"
+s33: "x]"
+s34: "!"
+s35: "&"
+s36: "*"
+s37: "? "
+s38: "-1e3"
+s39: "1e+3"
+s40: "+0"
+s41: "-0"
+s42: "0.0"
+s43: "1:1:1:1"
+s44: "60:60"
+s45: "1:60"
+s46: "0:0"
+"##,
+        Some(
+            r#"s00: "a \n"
+s01: " \n"
+s02: |2+
+
+
+s03: "a\n "
+s04: "a\n\tb"
+s05: |-
+  - x
+  y
+s06: |-
+  #x
+  y
+s07: "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\ny
+  y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y
+  y y y y y y y y y y y y y y y y y y y "
+s08: 123abc
+s09: 1.2.3
+s10: 1e
+s11: 0x
+s12: "-.5"
+s13: 1,000
+s14: "1_000_000"
+s15: 0b
+s16: 0o
+s17: "1__0"
+s18: '   '
+s19: ' '
+s20: 'a   b'
+s21: "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\t word word word word word
+  word word word word word word word word word word word word word word word"
+s22: 'k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k:
+  v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v '
+s23: 'a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  '
+s24: éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé
+  éééééééééé
+s25: "word word word word word word word word word word word word word word word \nword
+  word word word word word word word word word word word word word word word word
+  word word word word word word word word word word word word word "
+s26: 'ends with colon:'
+s27: 'a: '
+s28: key:value
+s29: 'x # y'
+s30: 'x #y'
+s31: '[x'
+s32: '{x'
+s33: x]
+s34: '!'
+s35: '&'
+s36: '*'
+s37: '? '
+s38: "-1e3"
+s39: "1e+3"
+s40: "+0"
+s41: "-0"
+s42: "0.0"
+s43: "1:1:1:1"
+s44: 60:60
+s45: 1:60
+s46: "0:0""#,
+        ),
+        Some(
+            r##"{"s00":"a \n","s01":" \n","s02":"\n\n","s03":"a\n ","s04":"a\n\tb","s05":"- x\ny","s06":"#x\ny","s07":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\ny y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y ","s08":"123abc","s09":"1.2.3","s10":"1e","s11":"0x","s12":"-.5","s13":"1,000","s14":"1_000_000","s15":"0b","s16":"0o","s17":"1__0","s18":"   ","s19":"\u2028","s20":"a\u2029b","s21":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\t word word word word word word word word word word word word word word word word word word word word","s22":"k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v ","s23":"a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  ","s24":"éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé éééééééééé","s25":"word word word word word word word word word word word word word word word \nword word word word word word word word word word word word word word word word word word word word word word word word word word word word word word ","s26":"ends with colon:","s27":"a: ","s28":"key:value","s29":"x # y","s30":"x #y","s31":"[x","s32":"{x","s33":"x]","s34":"!","s35":"\u0026","s36":"*","s37":"? ","s38":"-1e3","s39":"1e+3","s40":"+0","s41":"-0","s42":"0.0","s43":"1:1:1:1","s44":"60:60","s45":"1:60","s46":"0:0"}"##,
+        ),
+        Some(
+            r#"s00: "a \n"
+s01: " \n"
+s02: |2+
+
+
+s03: "a\n "
+s04: |-
+  a
+  	b
+s05: |-
+  - x
+  y
+s06: |-
+  #x
+  y
+s07: "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\ny y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y "
+s08: 123abc
+s09: 1.2.3
+s10: 1e
+s11: 0x
+s12: "-.5"
+s13: 1,000
+s14: "1_000_000"
+s15: 0b
+s16: 0o
+s17: "1__0"
+s18: '   '
+s19: ' '
+s20: 'a   b'
+s21: "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\t word word word word word word word word word word word word word word word word word word word word"
+s22: 'k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v '
+s23: 'a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  '
+s24: éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé éééééééééé
+s25: "word word word word word word word word word word word word word word word \nword word word word word word word word word word word word word word word word word word word word word word word word word word word word word word "
+s26: 'ends with colon:'
+s27: 'a: '
+s28: key:value
+s29: 'x # y'
+s30: 'x #y'
+s31: '[x'
+s32: '{x'
+s33: x]
+s34: '!'
+s35: '&'
+s36: '*'
+s37: '? '
+s38: "-1e3"
+s39: "1e+3"
+s40: "+0"
+s41: "-0"
+s42: "0.0"
+s43: "1:1:1:1"
+s44: 60:60
+s45: 1:60
+s46: "0:0""#,
+        ),
+        Some(
+            r##"s00 = "a \n"
+s01 = " \n"
+s02 = "\n\n"
+s03 = "a\n "
+s04 = "a\n\tb"
+s05 = "- x\ny"
+s06 = "#x\ny"
+s07 = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\ny y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y y "
+s08 = "123abc"
+s09 = "1.2.3"
+s10 = "1e"
+s11 = "0x"
+s12 = "-.5"
+s13 = "1,000"
+s14 = "1_000_000"
+s15 = "0b"
+s16 = "0o"
+s17 = "1__0"
+s18 = "   "
+s19 = " "
+s20 = "a b"
+s21 = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\t word word word word word word word word word word word word word word word word word word word word"
+s22 = "k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v k: v "
+s23 = "a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  a  "
+s24 = "éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé éééééééééé"
+s25 = "word word word word word word word word word word word word word word word \nword word word word word word word word word word word word word word word word word word word word word word word word word word word word word word "
+s26 = "ends with colon:"
+s27 = "a: "
+s28 = "key:value"
+s29 = "x # y"
+s30 = "x #y"
+s31 = "[x"
+s32 = "{x"
+s33 = "x]"
+s34 = "!"
+s35 = "&"
+s36 = "*"
+s37 = "? "
+s38 = "-1e3"
+s39 = "1e+3"
+s40 = "+0"
+s41 = "-0"
+s42 = "0.0"
+s43 = "1:1:1:1"
+s44 = "60:60"
+s45 = "1:60"
+s46 = "0:0"
+"##,
+        ),
+        None,
+    ),
+    (
+        r#"case 36.yaml"#,
+        r#""é": 0
+"e": 1
+"z": 2
+"ä1": 3
+"ä10": 4
+"ä9": 5
+"١٢": 6
+"a١": 7
+"Z": 8
+"_": 9
+"-": 10
+"0": 11
+"00": 12
+"007": 13
+"7": 14
+"a0b": 15
+"a00b": 16
+"a0": 17
+"a": 18
+"ab": 19
+"a b": 20
+"A1": 21
+"a1": 22
+"#,
+        Some(
+            r#"'-': 10
+_: 9
+"0": 11
+"00": 12
+"7": 14
+"007": 13
+١٢: 6
+A1: 21
+Z: 8
+a: 18
+a b: 20
+a0: 17
+a00b: 16
+a0b: 15
+a1: 22
+a١: 7
+ab: 19
+e: 1
+z: 2
+ä1: 3
+ä9: 5
+ä10: 4
+é: 0"#,
+        ),
+        Some(
+            r#"{"-":10,"0":11,"00":12,"007":13,"7":14,"A1":21,"Z":8,"_":9,"a":18,"a b":20,"a0":17,"a00b":16,"a0b":15,"a1":22,"ab":19,"a١":7,"e":1,"z":2,"ä1":3,"ä10":4,"ä9":5,"é":0,"١٢":6}"#,
+        ),
+        Some(
+            r#"'-': 10
+_: 9
+"0": 11
+"00": 12
+"7": 14
+"007": 13
+١٢: 6
+A1: 21
+Z: 8
+a: 18
+a b: 20
+a0: 17
+a0b: 15
+a00b: 16
+a1: 22
+a١: 7
+ab: 19
+e: 1
+z: 2
+ä1: 3
+ä9: 5
+ä10: 4
+é: 0"#,
+        ),
+        Some(
+            r#"- = 10.0
+0 = 11.0
+00 = 12.0
+007 = 13.0
+7 = 14.0
+A1 = 21.0
+Z = 8.0
+_ = 9.0
+a = 18.0
+"a b" = 20.0
+a0 = 17.0
+a00b = 16.0
+a0b = 15.0
+a1 = 22.0
+ab = 19.0
+"a١" = 7.0
+e = 1.0
+z = 2.0
+"ä1" = 3.0
+"ä10" = 4.0
+"ä9" = 5.0
+"é" = 0.0
+"١٢" = 6.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 37.yaml"#,
+        r#""multi\x0aline key": 0
+"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk": 1
+"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk": 2
+"x\x0a": 3
+"a\x09b": 4
+"": 5
+" lead": 6
+"trail ": 7
+"éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé": 8
+"#,
+        Some(
+            r#""": 5
+' lead': 6
+"a\tb": 4
+kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk: 2
+? kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk
+: 1
+? |-
+  multi
+  line key
+: 0
+'trail ': 7
+? |
+  x
+: 3
+? éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé
+: 8"#,
+        ),
+        Some(
+            r#"{"":5," lead":6,"a\tb":4,"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk":2,"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk":1,"multi\nline key":0,"trail ":7,"x\n":3,"éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé":8}"#,
+        ),
+        Some(
+            r#""": 5
+' lead': 6
+"a\tb": 4
+kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk: 2
+? kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk
+: 1
+? |-
+  multi
+  line key
+: 0
+'trail ': 7
+? |
+  x
+: 3
+? éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé
+: 8"#,
+        ),
+        Some(
+            r#""" = 5.0
+" lead" = 6.0
+"a\tb" = 4.0
+kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk = 2.0
+kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk = 1.0
+"multi\nline key" = 0.0
+"trail " = 7.0
+"x\n" = 3.0
+"éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé" = 8.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 38.yaml"#,
+        r#"plain: this is
+  a multi line
+
+  plain scalar
+next: v
+"#,
+        Some(
+            r#"next: v
+plain: |-
+  this is a multi line
+  plain scalar"#,
+        ),
+        Some(r#"{"next":"v","plain":"this is a multi line\nplain scalar"}"#),
+        Some(
+            r#"next: v
+plain: |-
+  this is a multi line
+  plain scalar"#,
+        ),
+        Some(
+            r#"next = "v"
+plain = "this is a multi line\nplain scalar"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 39.yaml"#,
+        r#"fold: >
+  a
+    indented
+  b
+
+
+  c
+fold2: >-
+
+  lead
+fold3: >+
+  x
+
+"#,
+        Some(
+            r#"fold: |
+  a
+    indented
+  b
+
+  c
+fold2: |2-
+
+  lead
+fold3: |+
+  x
+"#,
+        ),
+        Some(r#"{"fold":"a\n  indented\nb\n\nc\n","fold2":"\nlead","fold3":"x\n\n"}"#),
+        Some(
+            r#"fold: |
+  a
+    indented
+  b
+
+  c
+fold2: |2-
+
+  lead
+fold3: |+
+  x
+"#,
+        ),
+        Some(
+            r#"fold = "a\n  indented\nb\n\nc\n"
+fold2 = "\nlead"
+fold3 = "x\n\n"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 40.yaml"#,
+        r#"lit: |2
+   two extra
+  base
+lit2: |-
+  a
+
+  b
+
+
+lit3: |
+
+  after blank
+last: 1
+"#,
+        Some(
+            r#"last: 1
+lit: |2
+   two extra
+  base
+lit2: |-
+  a
+
+  b
+lit3: |2
+
+  after blank"#,
+        ),
+        Some(r#"{"last":1,"lit":" two extra\nbase\n","lit2":"a\n\nb","lit3":"\nafter blank\n"}"#),
+        Some(
+            r#"last: 1
+lit: |2
+   two extra
+  base
+lit2: |-
+  a
+
+  b
+lit3: |2
+
+  after blank"#,
+        ),
+        Some(
+            r#"last = 1.0
+lit = " two extra\nbase\n"
+lit2 = "a\n\nb"
+lit3 = "\nafter blank\n"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 41.yaml"#,
+        r#"%YAML 1.1
+---
+a: 1
+"#,
+        Some(r#"a: 1"#),
+        Some(r#"{"a":1}"#),
+        Some(r#"a: 1"#),
+        Some(
+            r#"a = 1.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 42.yaml"#,
+        r#"%TAG !e! tag:example.com,2000:
+---
+a: !e!foo bar
+"#,
+        Some(r#"a: bar"#),
+        Some(r#"{"a":"bar"}"#),
+        Some(r#"a: bar"#),
+        Some(
+            r#"a = "bar"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 43.yaml"#,
+        r#"flow: [a: 1, b]
+fm: {a, b: c}
+nested: {x: [1, {y: 2}]}
+"#,
+        Some(
+            r#"flow:
+- a: 1
+- b
+fm:
+  a: null
+  b: c
+nested:
+  x:
+  - 1
+  - "true": 2"#,
+        ),
+        Some(r#"{"flow":[{"a":1},"b"],"fm":{"a":null,"b":"c"},"nested":{"x":[1,{"true":2}]}}"#),
+        Some(
+            r#"flow:
+  - a: 1
+  - b
+fm:
+  a: null
+  b: c
+nested:
+  x:
+    - 1
+    - "true": 2"#,
+        ),
+        Some(
+            r#"flow = [{a = 1.0}, "b"]
+
+[fm]
+  b = "c"
+
+[nested]
+  x = [1.0, {true = 2.0}]
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 44.yaml"#,
+        r#"empty:
+null_v: null
+tilde: ~
+list:
+-
+- ~
+- ''
+"#,
+        Some(
+            r#"empty: null
+list:
+- null
+- null
+- ""
+null_v: null
+tilde: null"#,
+        ),
+        Some(r#"{"empty":null,"list":[null,null,""],"null_v":null,"tilde":null}"#),
+        Some(
+            r#"empty: null
+list:
+  - null
+  - null
+  - ""
+null_v: null
+tilde: null"#,
+        ),
+        Some(r#"toml: cannot encode array with nil element"#),
+        None,
+    ),
+    (
+        r#"case 45.yaml"#,
+        r#"? complex key
+: value
+"#,
+        Some(r#"complex key: value"#),
+        Some(r#"{"complex key":"value"}"#),
+        Some(r#"complex key: value"#),
+        Some(
+            r#""complex key" = "value"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 46.yaml"#,
+        r#"a: !!str
+b: !!null
+c: &anc
+d: *anc
+"#,
+        Some(
+            r#"a: ""
+b: null
+c: null
+d: null"#,
+        ),
+        Some(r#"{"a":"","b":null,"c":null,"d":null}"#),
+        Some(
+            r#"a: ""
+b: null
+c: null
+d: null"#,
+        ),
+        Some(
+            r#"a = ""
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 47.yaml"#,
+        r#"'single': 'it''s'
+"double": "tab\there \\ \x41 \u263A \U0001F600 \/ \N \_ \L \P"
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: line 2: found unknown escape character"#),
+    ),
+    (
+        r#"case 48.yaml"#,
+        r#"a:
+- b
+-   c
+-
+  d: 1
+  e: 2
+- - x
+  - y
+"#,
+        Some(
+            r#"a:
+- b
+- c
+- d: 1
+  e: 2
+- - x
+  - true"#,
+        ),
+        Some(r#"{"a":["b","c",{"d":1,"e":2},["x",true]]}"#),
+        Some(
+            r#"a:
+  - b
+  - c
+  - d: 1
+    e: 2
+  - - x
+    - true"#,
+        ),
+        Some(
+            r#"a = ["b", "c", {d = 1.0, e = 2.0}, ["x", true]]
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 49.yaml"#,
+        r#"key: value # comment
+# comment
+other: 'x' # c
+url: http://x.com/#a
+"#,
+        Some(
+            r#"key: value
+other: x
+url: http://x.com/#a"#,
+        ),
+        Some(r#"{"key":"value","other":"x","url":"http://x.com/#a"}"#),
+        Some(
+            r#"key: value
+other: x
+url: http://x.com/#a"#,
+        ),
+        Some(
+            r#"key = "value"
+other = "x"
+url = "http://x.com/#a"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 50.yaml"#,
+        r#"a: 1
+...
+"#,
+        Some(r#"a: 1"#),
+        Some(r#"{"a":1}"#),
+        Some(r#"a: 1"#),
+        Some(
+            r#"a = 1.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 51.yaml"#,
+        r#"--- |
+  literal doc
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error unmarshaling JSON: while decoding JSON: json: cannot unmarshal string into Go value of type map[string]interface {}"#,
+        ),
+    ),
+    (
+        r#"case 52.yaml"#,
+        r#"--- >
+  folded
+  doc
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error unmarshaling JSON: while decoding JSON: json: cannot unmarshal string into Go value of type map[string]interface {}"#,
+        ),
+    ),
+    (
+        r#"case 53.yaml"#,
+        r#"root: {a: [1,2,3], b: {c: d}}
+"#,
+        Some(
+            r#"root:
+  a:
+  - 1
+  - 2
+  - 3
+  b:
+    c: d"#,
+        ),
+        Some(r#"{"root":{"a":[1,2,3],"b":{"c":"d"}}}"#),
+        Some(
+            r#"root:
+  a:
+    - 1
+    - 2
+    - 3
+  b:
+    c: d"#,
+        ),
+        Some(
+            r#"[root]
+  a = [1.0, 2.0, 3.0]
+  [root.b]
+    c = "d"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 54.yaml"#,
+        r#"k: 'multi
+  line
+
+  single'
+d: "multi
+  line\
+  escaped"
+"#,
+        Some(
+            r#"d: multi lineescaped
+k: |-
+  multi line
+  single"#,
+        ),
+        Some(r#"{"d":"multi lineescaped","k":"multi line\nsingle"}"#),
+        Some(
+            r#"d: multi lineescaped
+k: |-
+  multi line
+  single"#,
+        ),
+        Some(
+            r#"d = "multi lineescaped"
+k = "multi line\nsingle"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 55.yaml"#,
+        r#"k: -
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error converting YAML to JSON: yaml: block sequence entries are not allowed in this context"#,
+        ),
+    ),
+    (
+        r#"case 56.yaml"#,
+        r#"x: 1
+y: .5
+z: -.5
+w: +.5
+v: 1.
+u: 0.
+t: 1e5
+s: 1E-5
+r: 6.8523015e+5
+q: 685.230_15e+03
+p: 685_230.15
+o: 190:20:30.15
+"#,
+        Some(
+            r#"o: "190:20:30.15"
+p: 685230.15
+q: 685230.15
+r: 685230.15
+s: 1e-05
+t: 100000
+"true": 0.5
+u: 0
+v: 1
+w: 0.5
+x: 1
+z: -0.5"#,
+        ),
+        Some(
+            r#"{"o":"190:20:30.15","p":685230.15,"q":685230.15,"r":685230.15,"s":0.00001,"t":100000,"true":0.5,"u":0,"v":1,"w":0.5,"x":1,"z":-0.5}"#,
+        ),
+        Some(
+            r#"o: "190:20:30.15"
+p: 685230.15
+q: 685230.15
+r: 685230.15
+s: 1e-05
+t: 100000
+"true": 0.5
+u: 0
+v: 1
+w: 0.5
+x: 1
+z: -0.5"#,
+        ),
+        Some(
+            r#"o = "190:20:30.15"
+p = 685230.15
+q = 685230.15
+r = 685230.15
+s = 0.00001
+t = 100000.0
+true = 0.5
+u = 0.0
+v = 1.0
+w = 0.5
+x = 1.0
+z = -0.5
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 57.yaml"#,
+        r#"i: 0b1010_0111_0100_1010_1110
+j: -0b11
+k: 02472256
+l: 0x_0A_74_AE
+m: 685_230
+n: +685_230
+o: 190:20:30
+max: 9223372036854775807
+min: -9223372036854775808
+over: 9223372036854775808
+over2: 18446744073709551616
+"#,
+        Some(
+            r#""false": 685230
+i: 685230
+j: -3
+k: 685230
+l: 685230
+m: 685230
+max: 9223372036854776000
+min: -9.223372036854776e+18
+o: "190:20:30"
+over: 9223372036854776000
+over2: 1.8446744073709552e+19"#,
+        ),
+        Some(
+            r#"{"false":685230,"i":685230,"j":-3,"k":685230,"l":685230,"m":685230,"max":9223372036854776000,"min":-9223372036854776000,"o":"190:20:30","over":9223372036854776000,"over2":18446744073709552000}"#,
+        ),
+        Some(
+            r#""false": 685230
+i: 685230
+j: -3
+k: 685230
+l: 685230
+m: 685230
+max: 9.223372036854776e+18
+min: -9.223372036854776e+18
+o: "190:20:30"
+over: 9.223372036854776e+18
+over2: 1.8446744073709552e+19"#,
+        ),
+        Some(
+            r#"false = 685230.0
+i = 685230.0
+j = -3.0
+k = 685230.0
+l = 685230.0
+m = 685230.0
+max = 9223372036854776000.0
+min = -9223372036854776000.0
+o = "190:20:30"
+over = 9223372036854776000.0
+over2 = 18446744073709552000.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 58.yaml"#,
+        r#"t1: 2001-12-14t21:59:43.10-05:00
+t2: 2001-12-14 21:59:43.10 -5
+t3: 2002-12-14
+t4: !!timestamp 2001-12-14
+"#,
+        Some(
+            r#"t1: "2001-12-14t21:59:43.10-05:00"
+t2: 2001-12-14 21:59:43.10 -5
+t3: "2002-12-14"
+t4: "2001-12-14""#,
+        ),
+        Some(
+            r#"{"t1":"2001-12-14t21:59:43.10-05:00","t2":"2001-12-14 21:59:43.10 -5","t3":"2002-12-14","t4":"2001-12-14"}"#,
+        ),
+        Some(
+            r#"t1: "2001-12-14t21:59:43.10-05:00"
+t2: 2001-12-14 21:59:43.10 -5
+t3: "2002-12-14"
+t4: "2001-12-14""#,
+        ),
+        Some(
+            r#"t1 = "2001-12-14t21:59:43.10-05:00"
+t2 = "2001-12-14 21:59:43.10 -5"
+t3 = "2002-12-14"
+t4 = "2001-12-14"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 59.yaml"#,
+        r#"anchors:
+  - &a {x: 1}
+  - *a
+  - &b [1, 2]
+  - *b
+redefine: &a 5
+use: *a
+"#,
+        Some(
+            r#"anchors:
+- x: 1
+- x: 1
+- - 1
+  - 2
+- - 1
+  - 2
+redefine: 5
+use: 5"#,
+        ),
+        Some(r#"{"anchors":[{"x":1},{"x":1},[1,2],[1,2]],"redefine":5,"use":5}"#),
+        Some(
+            r#"anchors:
+  - x: 1
+  - x: 1
+  - - 1
+    - 2
+  - - 1
+    - 2
+redefine: 5
+use: 5"#,
+        ),
+        Some(
+            r#"anchors = [{x = 1.0}, {x = 1.0}, [1.0, 2.0], [1.0, 2.0]]
+redefine = 5.0
+use = 5.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 60.yaml"#,
+        r#"a: &m
+  k1: v1
+b:
+  <<: *m
+  <<: {k2: v2}
+"#,
+        Some(
+            r#"a:
+  k1: v1
+b:
+  k1: v1
+  k2: v2"#,
+        ),
+        Some(r#"{"a":{"k1":"v1"},"b":{"k1":"v1","k2":"v2"}}"#),
+        Some(
+            r#"a:
+  k1: v1
+b:
+  k1: v1
+  k2: v2"#,
+        ),
+        Some(
+            r#"[a]
+  k1 = "v1"
+
+[b]
+  k1 = "v1"
+  k2 = "v2"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 61.yaml"#,
+        r#"﻿bom: 1
+"#,
+        Some(r#"bom: 1"#),
+        Some(r#"{"bom":1}"#),
+        Some(r#"bom: 1"#),
+        Some(
+            r#"bom = 1.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 62.yaml"#,
+        r#"a: b
+c: d
+"#,
+        Some(
+            r#"a: b
+c: d"#,
+        ),
+        Some(r#"{"a":"b","c":"d"}"#),
+        Some(
+            r#"a: b
+c: d"#,
+        ),
+        Some(
+            r#"a = "b"
+c = "d"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 63.yaml"#,
+        r#"long_key_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx: 1
+"#,
+        Some(
+            r#"? long_key_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+: 1"#,
+        ),
+        Some(
+            r#"{"long_key_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx":1}"#,
+        ),
+        Some(
+            r#"? long_key_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+: 1"#,
+        ),
+        Some(
+            r#"long_key_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx = 1.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 64.yaml"#,
+        r#"f: [a:b, c: d]
+g: {a:1}
+"#,
+        Some(
+            r#"f:
+- a:b
+- c: d
+g:
+  a:1: null"#,
+        ),
+        Some(r#"{"f":["a:b",{"c":"d"}],"g":{"a:1":null}}"#),
+        Some(
+            r#"f:
+  - a:b
+  - c: d
+g:
+  a:1: null"#,
+        ),
+        Some(
+            r#"f = ["a:b", {c = "d"}]
+
+[g]
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 65.yaml"#,
+        r#"a:	b
+c: 	d
+"#,
+        Some(
+            r#"a: b
+c: d"#,
+        ),
+        Some(r#"{"a":"b","c":"d"}"#),
+        Some(
+            r#"a: b
+c: d"#,
+        ),
+        Some(
+            r#"a = "b"
+c = "d"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 66.yaml"#,
+        r#"a: b	
+c: 'x'	# comment
+"#,
+        Some(
+            r#"a: b
+c: x"#,
+        ),
+        Some(r#"{"a":"b","c":"x"}"#),
+        Some(
+            r#"a: b
+c: x"#,
+        ),
+        Some(
+            r#"a = "b"
+c = "x"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 67.yaml"#,
+        r#"url: http://example.com:8080/path?x=1#frag
+k: a:b
+j: a :b
+"#,
+        Some(
+            r#"j: a :b
+k: a:b
+url: http://example.com:8080/path?x=1#frag"#,
+        ),
+        Some(r#"{"j":"a :b","k":"a:b","url":"http://example.com:8080/path?x=1#frag"}"#),
+        Some(
+            r#"j: a :b
+k: a:b
+url: http://example.com:8080/path?x=1#frag"#,
+        ),
+        Some(
+            r#"j = "a :b"
+k = "a:b"
+url = "http://example.com:8080/path?x=1#frag"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 68.yaml"#,
+        r#"s: [a, b, ]
+m: {a: 1, }
+"#,
+        Some(
+            r#"m:
+  a: 1
+s:
+- a
+- b"#,
+        ),
+        Some(r#"{"m":{"a":1},"s":["a","b"]}"#),
+        Some(
+            r#"m:
+  a: 1
+s:
+  - a
+  - b"#,
+        ),
+        Some(
+            r#"s = ["a", "b"]
+
+[m]
+  a = 1.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 69.yaml"#,
+        r#"k: "esc \t \" \\ \a \b \e \f \v \0"
+"#,
+        Some(r#"k: "esc \t \" \\ \a \b \e \f \v \0""#),
+        Some(r#"{"k":"esc \t \" \\ \u0007 \b \u001b \f \u000b \u0000"}"#),
+        Some(r#"k: "esc \t \" \\ \a \b \e \f \v \0""#),
+        Some(
+            r#"k = "esc \t \" \\ \u0007 \b \u001b \f \u000b \u0000"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 70.yaml"#,
+        r#"x: 'a\nb'
+y: "a\
+  b"
+"#,
+        Some(
+            r#""true": ab
+x: a\nb"#,
+        ),
+        Some(r#"{"true":"ab","x":"a\\nb"}"#),
+        Some(
+            r#""true": ab
+x: a\nb"#,
+        ),
+        Some(
+            r#"true = "ab"
+x = "a\\nb"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 71.yaml"#,
+        r#"key:
+  - a
+  -   b
+  - - c
+    - d
+"#,
+        Some(
+            r#"key:
+- a
+- b
+- - c
+  - d"#,
+        ),
+        Some(r#"{"key":["a","b",["c","d"]]}"#),
+        Some(
+            r#"key:
+  - a
+  - b
+  - - c
+    - d"#,
+        ),
+        Some(
+            r#"key = ["a", "b", ["c", "d"]]
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 72.yaml"#,
+        r#"a: |
+  line
+    more
+  
+  end
+"#,
+        Some(
+            r#"a: |
+  line
+    more
+
+  end"#,
+        ),
+        Some(r#"{"a":"line\n  more\n\nend\n"}"#),
+        Some(
+            r#"a: |
+  line
+    more
+
+  end"#,
+        ),
+        Some(
+            r#"a = "line\n  more\n\nend\n"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 73.yaml"#,
+        r#"a: >
+  para one
+  continues
+
+    indented
+  back
+"#,
+        Some(
+            r#"a: |
+  para one continues
+
+    indented
+  back"#,
+        ),
+        Some(r#"{"a":"para one continues\n\n  indented\nback\n"}"#),
+        Some(
+            r#"a: |
+  para one continues
+
+    indented
+  back"#,
+        ),
+        Some(
+            r#"a = "para one continues\n\n  indented\nback\n"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 74.yaml"#,
+        r#"k1: v1
+
+
+# trailing comments
+
+"#,
+        Some(r#"k1: v1"#),
+        Some(r#"{"k1":"v1"}"#),
+        Some(r#"k1: v1"#),
+        Some(
+            r#"k1 = "v1"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 75.yaml"#,
+        r#"list: [
+  1,
+  2,
+]
+map: {
+  a: 1,
+  b: 2
+}
+"#,
+        Some(
+            r#"list:
+- 1
+- 2
+map:
+  a: 1
+  b: 2"#,
+        ),
+        Some(r#"{"list":[1,2],"map":{"a":1,"b":2}}"#),
+        Some(
+            r#"list:
+  - 1
+  - 2
+map:
+  a: 1
+  b: 2"#,
+        ),
+        Some(
+            r#"list = [1.0, 2.0]
+
+[map]
+  a = 1.0
+  b = 2.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 76.yaml"#,
+        r#"q: "multi
+
+  blank"
+"#,
+        Some(
+            r#"q: |-
+  multi
+  blank"#,
+        ),
+        Some(r#"{"q":"multi\nblank"}"#),
+        Some(
+            r#"q: |-
+  multi
+  blank"#,
+        ),
+        Some(
+            r#"q = "multi\nblank"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 77.yaml"#,
+        r#"a: 'x' 
+b: "y" 
+"#,
+        Some(
+            r#"a: x
+b: "y""#,
+        ),
+        Some(r#"{"a":"x","b":"y"}"#),
+        Some(
+            r#"a: x
+b: "y""#,
+        ),
+        Some(
+            r#"a = "x"
+b = "y"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 78.yaml"#,
+        r#"? a
+: 1
+? b
+"#,
+        Some(
+            r#"a: 1
+b: null"#,
+        ),
+        Some(r#"{"a":1,"b":null}"#),
+        Some(
+            r#"a: 1
+b: null"#,
+        ),
+        Some(
+            r#"a = 1.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 79.yaml"#,
+        r#"a: !!map {b: 1}
+c: !!seq [1]
+d: !!str yes
+e: !!float '1'
+"#,
+        Some(
+            r#"a:
+  b: 1
+c:
+- 1
+d: "yes"
+e: 1"#,
+        ),
+        Some(r#"{"a":{"b":1},"c":[1],"d":"yes","e":1}"#),
+        Some(
+            r#"a:
+  b: 1
+c:
+  - 1
+d: "yes"
+e: 1"#,
+        ),
+        Some(
+            r#"c = [1.0]
+d = "yes"
+e = 1.0
+
+[a]
+  b = 1.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 80.yaml"#,
+        r#"a: &x 1
+b: *x 
+"#,
+        Some(
+            r#"a: 1
+b: 1"#,
+        ),
+        Some(r#"{"a":1,"b":1}"#),
+        Some(
+            r#"a: 1
+b: 1"#,
+        ),
+        Some(
+            r#"a = 1.0
+b = 1.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 81.yaml"#,
+        r#"key : value
+"#,
+        Some(r#"key: value"#),
+        Some(r#"{"key":"value"}"#),
+        Some(r#"key: value"#),
+        Some(
+            r#"key = "value"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 82.yaml"#,
+        r#"x: [&a a, *a]
+"#,
+        Some(
+            r#"x:
+- a
+- a"#,
+        ),
+        Some(r#"{"x":["a","a"]}"#),
+        Some(
+            r#"x:
+  - a
+  - a"#,
+        ),
+        Some(
+            r#"x = ["a", "a"]
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 83.yaml"#,
+        r#"emoji: 😀
+key😀: v
+"#,
+        Some(
+            r#"emoji: "\U0001F600"
+"key\U0001F600": v"#,
+        ),
+        Some(r#"{"emoji":"😀","key😀":"v"}"#),
+        Some(
+            r#"emoji: "\U0001F600"
+"key\U0001F600": v"#,
+        ),
+        Some(
+            r#"emoji = "😀"
+"key😀" = "v"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 84.yaml"#,
+        r#"a: b #c
+d: e#f
+"#,
+        Some(
+            r#"a: b
+d: e#f"#,
+        ),
+        Some(r#"{"a":"b","d":"e#f"}"#),
+        Some(
+            r#"a: b
+d: e#f"#,
+        ),
+        Some(
+            r#"a = "b"
+d = "e#f"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 85.yaml"#,
+        r#"c: !!binary |
+  aGVs
+  bG8=
+"#,
+        Some(r#"c: hello"#),
+        Some(r#"{"c":"hello"}"#),
+        Some(r#"c: hello"#),
+        Some(
+            r#"c = "hello"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 86.yaml"#,
+        r#""kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk":
+  a: 1
+  b: [1, 2]
+"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkx":
+- 1
+- a: 2
+"multi\nkey":
+  c: d
+"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkky": "long value w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w "
+"#,
+        Some(
+            r#"? kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk
+: a: 1
+  b:
+  - 1
+  - 2
+? kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkx
+: - 1
+  - a: 2
+? kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkky
+: 'long value w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w
+  w w w w w w w w w w w w w w w w '
+? |-
+  multi
+  key
+: c: d"#,
+        ),
+        Some(
+            r#"{"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk":{"a":1,"b":[1,2]},"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkx":[1,{"a":2}],"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkky":"long value w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w ","multi\nkey":{"c":"d"}}"#,
+        ),
+        Some(
+            r#"? kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk
+: a: 1
+  b:
+    - 1
+    - 2
+? kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkx
+: - 1
+  - a: 2
+? kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkky
+: 'long value w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w '
+? |-
+  multi
+  key
+: c: d"#,
+        ),
+        Some(
+            r#"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkx = [1.0, {a = 2.0}]
+kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkky = "long value w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w "
+
+[kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk]
+  a = 1.0
+  b = [1.0, 2.0]
+
+["multi\nkey"]
+  c = "d"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 87.yaml"#,
+        r#"a:
+- - - x
+    - y
+  - {}
+- b:
+  - c: [d, {e: f}]
+"#,
+        Some(
+            r#"a:
+- - - x
+    - true
+  - {}
+- b:
+  - c:
+    - d
+    - e: f"#,
+        ),
+        Some(r#"{"a":[[["x",true],{}],{"b":[{"c":["d",{"e":"f"}]}]}]}"#),
+        Some(
+            r#"a:
+  - - - x
+      - true
+    - {}
+  - b:
+      - c:
+          - d
+          - e: f"#,
+        ),
+        Some(
+            r#"a = [[["x", true], {}], {b = [{c = ["d", {e = "f"}]}]}]
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"case 88.yaml"#,
+        r#"a: |
+  x
+  y
+b: >
+  f
+  g
+
+  h
+c: "q
+  r"
+d: p
+  q
+"#,
+        Some(
+            r#"a: |
+  x
+  y
+b: |
+  f g
+  h
+c: q r
+d: p q"#,
+        ),
+        Some(r#"{"a":"x\ny\n","b":"f g\nh\n","c":"q r","d":"p q"}"#),
+        Some(
+            r#"a: |
+  x
+  y
+b: |
+  f g
+  h
+c: q r
+d: p q"#,
+        ),
+        Some(
+            r#"a = "x\ny\n"
+b = "f g\nh\n"
+c = "q r"
+d = "p q"
+"#,
+        ),
+        None,
+    ),
+    (
         r#"bad 1.yaml"#,
         r#"a: b: c
 "#,
@@ -1970,6 +3772,600 @@ b: [
         None,
         None,
         Some(r#"error converting YAML to JSON: yaml: did not find expected key"#),
+    ),
+    (
+        r#"more 1.yaml"#,
+        r#"a:
+  b: 1
+   c: 2
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error converting YAML to JSON: yaml: line 3: mapping values are not allowed in this context"#,
+        ),
+    ),
+    (
+        r#"more 2.yaml"#,
+        r#"a:
+  - b
+  -c
+ d: 1
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: line 4: could not find expected ':'"#),
+    ),
+    (
+        r#"more 3.yaml"#,
+        r#"image:
+  repository: nginx
+  tag: 1.0
+ pullPolicy: Always
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: line 3: did not find expected key"#),
+    ),
+    (
+        r#"more 4.yaml"#,
+        r#"a: [1, 2]]
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: did not find expected key"#),
+    ),
+    (
+        r#"more 5.yaml"#,
+        r#"a: {b: 1, c: 2}}
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: did not find expected key"#),
+    ),
+    (
+        r#"more 6.yaml"#,
+        r#"a: "x"y
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: did not find expected key"#),
+    ),
+    (
+        r#"more 7.yaml"#,
+        r#"a: 'x'y
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: did not find expected key"#),
+    ),
+    (
+        r#"more 8.yaml"#,
+        r#"a:
+  b
+  c: 1
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error converting YAML to JSON: yaml: line 3: mapping values are not allowed in this context"#,
+        ),
+    ),
+    (
+        r#"more 9.yaml"#,
+        r#"list:
+- a
+ - b
+"#,
+        Some(
+            r#"list:
+- a - b"#,
+        ),
+        Some(r#"{"list":["a - b"]}"#),
+        Some(
+            r#"list:
+  - a - b"#,
+        ),
+        Some(
+            r#"list = ["a - b"]
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"more 10.yaml"#,
+        r#"a: |
+  x
+	y
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error converting YAML to JSON: yaml: line 3: found a tab character where an indentation space is expected"#,
+        ),
+    ),
+    (
+        r#"more 11.yaml"#,
+        r#"a: b
+
+
+
+c: d: e
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error converting YAML to JSON: yaml: line 5: mapping values are not allowed in this context"#,
+        ),
+    ),
+    (
+        r#"more 12.yaml"#,
+        r#"a: &anc 1
+b: &anc 2
+c: *anc
+"#,
+        Some(
+            r#"a: 1
+b: 2
+c: 2"#,
+        ),
+        Some(r#"{"a":1,"b":2,"c":2}"#),
+        Some(
+            r#"a: 1
+b: 2
+c: 2"#,
+        ),
+        Some(
+            r#"a = 1.0
+b = 2.0
+c = 2.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"more 13.yaml"#,
+        r#"? a
+? b
+"#,
+        Some(
+            r#"a: null
+b: null"#,
+        ),
+        Some(r#"{"a":null,"b":null}"#),
+        Some(
+            r#"a: null
+b: null"#,
+        ),
+        Some(r#""#),
+        None,
+    ),
+    (
+        r#"more 14.yaml"#,
+        r#"a: 1
+	b: 2
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error converting YAML to JSON: yaml: line 2: found a tab character that violates indentation"#,
+        ),
+    ),
+    (
+        r#"more 15.yaml"#,
+        r#"x: !!float abc
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: cannot decode !!str `abc` as a !!float"#),
+    ),
+    (
+        r#"more 16.yaml"#,
+        r#"x: !!bool 1
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: cannot decode !!int `1` as a !!bool"#),
+    ),
+    (
+        r#"more 17.yaml"#,
+        r#"x: !!null a
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: cannot decode !!str `a` as a !!null"#),
+    ),
+    (
+        r#"more 18.yaml"#,
+        r#"x: !!int 1.5
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: cannot decode !!float `1.5` as a !!int"#),
+    ),
+    (
+        r#"more 19.yaml"#,
+        r#"x: !!float 5
+"#,
+        Some(r#"x: 5"#),
+        Some(r#"{"x":5}"#),
+        Some(r#"x: 5"#),
+        Some(
+            r#"x = 5.0
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"more 20.yaml"#,
+        r#"- a
+- b: 1
+  c: 2
+ - d
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: line 3: did not find expected '-' indicator"#),
+    ),
+    (
+        r#"more 21.yaml"#,
+        r#"a:
+  b: [
+    1,
+    2
+  c: 3
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: line 4: did not find expected ',' or ']'"#),
+    ),
+    (
+        r#"more 22.yaml"#,
+        r#"a: "line1
+  line2"
+b: 'x
+
+  y'
+"#,
+        Some(
+            r#"a: line1 line2
+b: |-
+  x
+  y"#,
+        ),
+        Some(r#"{"a":"line1 line2","b":"x\ny"}"#),
+        Some(
+            r#"a: line1 line2
+b: |-
+  x
+  y"#,
+        ),
+        Some(
+            r#"a = "line1 line2"
+b = "x\ny"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"more 23.yaml"#,
+        r#"a: >-
+  folded
+  text
+
+  more
+b: |+
+  keep
+
+"#,
+        Some(
+            r#"a: |-
+  folded text
+  more
+b: |+
+  keep
+"#,
+        ),
+        Some(r#"{"a":"folded text\nmore","b":"keep\n\n"}"#),
+        Some(
+            r#"a: |-
+  folded text
+  more
+b: |+
+  keep
+"#,
+        ),
+        Some(
+            r#"a = "folded text\nmore"
+b = "keep\n\n"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"more 24.yaml"#,
+        r#"key with spaces: v
+"quoted key": v
+? complex
+: v
+"#,
+        Some(
+            r#"complex: v
+key with spaces: v
+quoted key: v"#,
+        ),
+        Some(r#"{"complex":"v","key with spaces":"v","quoted key":"v"}"#),
+        Some(
+            r#"complex: v
+key with spaces: v
+quoted key: v"#,
+        ),
+        Some(
+            r#"complex = "v"
+"key with spaces" = "v"
+"quoted key" = "v"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"more 25.yaml"#,
+        r##"a: 1 # comment
+# full
+b: "#notcomment"
+c: x#y
+"##,
+        Some(
+            r#"a: 1
+b: '#notcomment'
+c: x#y"#,
+        ),
+        Some(r##"{"a":1,"b":"#notcomment","c":"x#y"}"##),
+        Some(
+            r#"a: 1
+b: '#notcomment'
+c: x#y"#,
+        ),
+        Some(
+            r##"a = 1.0
+b = "#notcomment"
+c = "x#y"
+"##,
+        ),
+        None,
+    ),
+    (
+        r#"more 26.yaml"#,
+        r#"anchors:
+  base: &base {a: 1, b: [1, 2]}
+  use: *base
+  merged:
+    <<: [*base]
+    c: 3
+"#,
+        Some(
+            r#"anchors:
+  base:
+    a: 1
+    b:
+    - 1
+    - 2
+  merged:
+    a: 1
+    b:
+    - 1
+    - 2
+    c: 3
+  use:
+    a: 1
+    b:
+    - 1
+    - 2"#,
+        ),
+        Some(
+            r#"{"anchors":{"base":{"a":1,"b":[1,2]},"merged":{"a":1,"b":[1,2],"c":3},"use":{"a":1,"b":[1,2]}}}"#,
+        ),
+        Some(
+            r#"anchors:
+  base:
+    a: 1
+    b:
+      - 1
+      - 2
+  merged:
+    a: 1
+    b:
+      - 1
+      - 2
+    c: 3
+  use:
+    a: 1
+    b:
+      - 1
+      - 2"#,
+        ),
+        Some(
+            r#"[anchors]
+  [anchors.base]
+    a = 1.0
+    b = [1.0, 2.0]
+  [anchors.merged]
+    a = 1.0
+    b = [1.0, 2.0]
+    c = 3.0
+  [anchors.use]
+    a = 1.0
+    b = [1.0, 2.0]
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"more 27.yaml"#,
+        r#"a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: document contains excessive aliasing"#),
+    ),
+    (
+        r#"more 28.yaml"#,
+        r#"~: 1
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error converting YAML to JSON: unsupported map key of type: %!s(<nil>), key: <nil>, value: 1"#,
+        ),
+    ),
+    (
+        r#"more 29.yaml"#,
+        r#"a:
+  null: {b: 1}
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error converting YAML to JSON: unsupported map key of type: %!s(<nil>), key: <nil>, value: map[interface {}]interface {}{"b":1}"#,
+        ),
+    ),
+    (
+        r#"more 30.yaml"#,
+        r#"18446744073709551615: x
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error converting YAML to JSON: unsupported map key of type: uint64, key: 0xffffffffffffffff, value: "x""#,
+        ),
+    ),
+    (
+        r#"more 31.yaml"#,
+        r#"1.5: a
+.inf: b
+-.inf: c
+1e10: d
+0.1: e
+"#,
+        Some(
+            r#""-.inf": c
+".inf": b
+"0.1": e
+"1.5": a
+"1e+10": d"#,
+        ),
+        Some(r#"{"-.inf":"c",".inf":"b","0.1":"e","1.5":"a","1e+10":"d"}"#),
+        Some(
+            r#""-.inf": c
+".inf": b
+"0.1": e
+"1e+10": d
+"1.5": a"#,
+        ),
+        Some(
+            r#""-.inf" = "c"
+".inf" = "b"
+"0.1" = "e"
+"1.5" = "a"
+"1e+10" = "d"
+"#,
+        ),
+        None,
+    ),
+    (
+        r#"more 32.yaml"#,
+        r#"{a: 1}: 1
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(
+            r#"error converting YAML to JSON: yaml: invalid map key: map[interface {}]interface {}{"a":1}"#,
+        ),
+    ),
+    (
+        r#"more 33.yaml"#,
+        r#"a: !!int abc
+b: [
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: line 2: did not find expected node content"#),
+    ),
+    (
+        r#"more 34.yaml"#,
+        r#"a: &x [*x]
+b: !!int x
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: anchor 'x' value contains itself"#),
+    ),
+    (
+        r#"more 35.yaml"#,
+        r#"~: 1
+b: !!int x
+"#,
+        None,
+        None,
+        None,
+        None,
+        Some(r#"error converting YAML to JSON: yaml: cannot decode !!str `x` as a !!int"#),
     ),
 ];
 

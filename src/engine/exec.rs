@@ -21,6 +21,10 @@ use super::value::{ListKind, MapKind, Member, Value};
 
 /// Helm's `recursionMaxNums`.
 const INCLUDE_MAX: usize = 1000;
+/// Stack left before [`stacker`] switches to a new segment, and the size
+/// of each new segment.
+pub(crate) const STACK_RED_ZONE: usize = 256 * 1024;
+pub(crate) const STACK_SEGMENT: usize = 4 * 1024 * 1024;
 /// Go's `maxExecDepth`.
 const MAX_EXEC_DEPTH: usize = 100_000;
 /// The name of Helm's root template, which `tpl` parses its text under and
@@ -94,16 +98,11 @@ impl Templates {
     }
 }
 
-/// Go's `associate`: an empty definition never replaces an existing one.
+/// Go's `associate`: an empty (whitespace-only) definition never replaces
+/// an existing one; anything else replaces it.
 fn associate(map: &mut TreeMap, t: Rc<Tree>) {
-    if let Some(old) = map.get(&t.name) {
-        if is_empty_tree(&t.root) && !old.root.is_empty() {
-            return;
-        }
-        if is_empty_tree(&t.root) && is_empty_tree(&old.root) && !t.root.is_empty() {
-            // Both empty: Go replaces (old.Tree != nil only matters for a
-            // never-parsed template), keep the newer one.
-        }
+    if is_empty_tree(&t.root) && map.contains_key(&t.name) {
+        return;
     }
     map.insert(t.name.clone(), t);
 }
@@ -319,10 +318,15 @@ impl<'a, 't> State<'a, 't> {
     }
 
     fn walk_list(&mut self, dot: &V, list: &'t [Node], out: &mut String) -> R<()> {
-        for n in list {
-            self.walk(dot, n, out)?;
-        }
-        Ok(())
+        // Go's goroutine stacks grow on demand, so deep template recursion
+        // (up to Helm's include limit or Go's maxExecDepth) works there;
+        // grow ours the same way instead of overflowing.
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || {
+            for n in list {
+                self.walk(dot, n, out)?;
+            }
+            Ok(())
+        })
     }
 
     fn walk(&mut self, dot: &V, node: &'t Node, out: &mut String) -> R<()> {
@@ -496,6 +500,13 @@ impl<'a, 't> State<'a, 't> {
     /// Go's `evalPipeline`: the result is flattened (an interface holding
     /// nil becomes the untyped nil), and declarations are pushed/assigned.
     fn eval_pipeline(&mut self, dot: &V, pipe: &'t Pipe) -> R<Value> {
+        // Parenthesised pipelines nest arbitrarily deep.
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || {
+            self.eval_pipeline_inner(dot, pipe)
+        })
+    }
+
+    fn eval_pipeline_inner(&mut self, dot: &V, pipe: &'t Pipe) -> R<Value> {
         self.at(Cur::Pipe(pipe));
         let mut value: Option<Value> = None;
         for cmd in &pipe.cmds {
@@ -798,8 +809,11 @@ impl<'a, 't> State<'a, 't> {
 
     /// Helm's `include`: render a named template to a string.
     fn include(&mut self, argv: &[Value]) -> Result<Value, (String, Option<(String, String)>)> {
-        let name = argv[0].as_str().unwrap_or("").to_string();
-        let key: Rc<str> = Rc::from(name.as_str());
+        let key: Rc<str> = match &argv[0] {
+            Value::Str(s) => s.clone(),
+            _ => Rc::from(""),
+        };
+        let name: &str = &key;
         {
             let mut inc = self.included.borrow_mut();
             let c = inc.entry(key.clone()).or_insert(0);
@@ -818,7 +832,7 @@ impl<'a, 't> State<'a, 't> {
             self.ns,
             self.env,
             self.included,
-            &name,
+            name,
             argv[1].clone(),
             0, // a new execution (Go's ExecuteTemplate) starts at depth 0
             &mut buf,
@@ -857,7 +871,7 @@ impl<'a, 't> State<'a, 't> {
                 main = Some(t.clone());
             }
             match self.ns.lookup(&t.name) {
-                Some(old) if is_empty_tree(&t.root) && !old.root.is_empty() => {}
+                Some(_) if is_empty_tree(&t.root) => {}
                 _ => {
                     local.insert(t.name.clone(), t.clone());
                 }
@@ -1004,12 +1018,12 @@ impl<'a, 't> State<'a, 't> {
         if ok {
             return Ok(value.v);
         }
-        // A value read from an interface-typed slot reports Go's static
-        // type, `interface {}`.
+        // A non-nil interface is unwrapped first, so the concrete type is
+        // reported (only a nil interface reports `interface {}`, above).
         Err(self.err(format!(
             "wrong type for value; expected {}; got {}",
             p.go_name(),
-            value.type_name()
+            value.v.type_name()
         )))
     }
 }

@@ -6,6 +6,15 @@
 //! [`Value`]s. Helm's rules that live at the template level (`include`,
 //! `tpl`, `define` override order, `<no value>`) are options of the engine;
 //! everything else Helm adds is registered by `chart` as functions.
+//!
+//! Use: [`Templates::new`] with the function table, [`Templates::parse`]
+//! each file in Helm's order, then [`Templates::execute`] each file with
+//! its context. Output is Go's, `<no value>` included (Helm strips it per
+//! file; `tpl` strips it itself). [`Error`] prints Go's exact message and
+//! keeps its parts (file, line, column, node, innermost function and
+//! message) for Helm's `parse error at (…)` / `execution error at (…)`
+//! rewrites. The semantics are those of the Go that helm v3.17.3 is built
+//! with (1.23): no `range` over integers.
 
 mod ast;
 mod error;

@@ -259,6 +259,16 @@ impl<'a> Parser<'a, '_> {
     }
 
     fn item_list(&mut self) -> PResult<(Vec<Node>, End)> {
+        // Nesting depth is bounded only by the text; grow the stack as Go's
+        // does rather than overflow.
+        stacker::maybe_grow(
+            super::exec::STACK_RED_ZONE,
+            super::exec::STACK_SEGMENT,
+            || self.item_list_inner(),
+        )
+    }
+
+    fn item_list_inner(&mut self) -> PResult<(Vec<Node>, End)> {
         let mut list = Vec::new();
         while self.peek_non_space().typ != ItemType::Eof {
             match self.text_or_action()? {
@@ -614,9 +624,15 @@ impl<'a> Parser<'a, '_> {
                 let n = new_number(token.val, token.typ).map_err(|e| self.errorf(e))?;
                 Arg::Number(token.pos, Box::new(n))
             }
-            ItemType::LeftParen => Arg::Pipe(Box::new(
-                self.pipeline("parenthesized pipeline", ItemType::RightParen)?,
-            )),
+            ItemType::LeftParen => {
+                // Parentheses nest as deep as the text says; grow the stack.
+                let p = stacker::maybe_grow(
+                    super::exec::STACK_RED_ZONE,
+                    super::exec::STACK_SEGMENT,
+                    || self.pipeline("parenthesized pipeline", ItemType::RightParen),
+                )?;
+                Arg::Pipe(Box::new(p))
+            }
             ItemType::String | ItemType::RawString => {
                 let s = unquote(token.val).map_err(|e| self.errorf(e))?;
                 Arg::Str {
@@ -1091,5 +1107,78 @@ mod tests {
         .unwrap_or_default();
         let s: String = trees[0].root.iter().map(|n| n.to_string()).collect();
         assert_eq!(s, "{{$x := 1}}{{(.a).b | printf \"%s\" $x.y}}");
+    }
+
+    fn tree_string(text: &str) -> String {
+        let mut m = FuncMap::default();
+        super::super::funcs::builtins::register(&mut m);
+        match parse("t", text, &m) {
+            Ok(trees) => trees
+                .iter()
+                .map(|t| {
+                    format!(
+                        "{}=[{}]",
+                        t.name,
+                        t.root.iter().map(|n| n.to_string()).collect::<String>()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn control_structures_and_definitions() {
+        assert_eq!(
+            tree_string("{{if .a}}A{{else if .b}}B{{else}}C{{end}}"),
+            "t=[{{if .a}}A{{else}}{{if .b}}B{{else}}C{{end}}{{end}}]"
+        );
+        assert_eq!(
+            tree_string("{{with $x := .a}}A{{else with .b}}B{{end}}"),
+            "t=[{{with $x := .a}}A{{else}}{{with .b}}B{{end}}{{end}}]"
+        );
+        assert_eq!(
+            tree_string("{{range $i, $e := .l}}{{if $e}}{{break}}{{end}}{{continue}}{{end}}"),
+            "t=[{{range $i, $e := .l}}{{if $e}}{{break}}{{end}}{{continue}}{{end}}]"
+        );
+        assert_eq!(
+            tree_string("{{define \"d\"}}D{{end}}x{{block \"b\" .}}B{{end}}"),
+            "d=[D] b=[B] t=[x{{template \"b\" .}}]"
+        );
+        assert_eq!(
+            tree_string("{{ $x := 1 }}{{ $x = 2 }}"),
+            "t=[{{$x := 1}}{{$x := 2}}]"
+        );
+        assert_eq!(
+            tree_string("{{`a\r\nb`}}{{'\\n'}}{{'x'}}"),
+            "t=[{{`a\r\nb`}}{{'\\n'}}{{'x'}}]"
+        );
+    }
+
+    #[test]
+    fn trim_and_comment_edge_cases() {
+        assert_eq!(tree_string("a \n{{- .x -}}\n b"), "t=[a{{.x}}b]");
+        assert_eq!(tree_string("a {{-3}} b"), "t=[a {{-3}} b]");
+        assert_eq!(tree_string("a {{- /* c */ -}} b"), "t=[ab]");
+        assert_eq!(
+            tree_string("{{/* c */ }}"),
+            "template: t:1: comment ends before closing delimiter"
+        );
+        assert_eq!(
+            tree_string("{{ \"a\" | printf }}"),
+            "t=[{{\"a\" | printf}}]"
+        );
+        assert_eq!(tree_string("{{ (1) | printf }}"), "t=[{{(1) | printf}}]");
+    }
+
+    #[test]
+    fn unquote_matches_go() {
+        assert_eq!(
+            unquote("\"a\\tb\\u00e9\\x41\\101\""),
+            Ok("a\tbéAA".to_string())
+        );
+        assert_eq!(unquote("`raw\r\n`"), Ok("raw\n".to_string()));
+        assert_eq!(unquote("\"bad\\q\""), Err("invalid syntax".to_string()));
     }
 }

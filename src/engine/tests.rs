@@ -274,15 +274,26 @@ fn empty_define_does_not_replace() {
     assert_eq!(t.execute("x", &Value::Nil, &env).ok().as_deref(), Some("A"));
     assert!(t.parse("c", "{{ define \"x\" }}C{{ end }}").is_ok());
     assert_eq!(t.execute("x", &Value::Nil, &env).ok().as_deref(), Some("C"));
+    // An empty definition does not replace another empty one either.
+    assert!(
+        t.parse(
+            "d",
+            "{{ define \"y\" }}{{ end }}{{ define \"z\" }}Z{{ end }}"
+        )
+        .is_ok()
+    );
+    assert!(t.parse("e", "{{ define \"y\" }} {{ end }}").is_ok());
+    assert_eq!(t.execute("y", &Value::Nil, &env).ok().as_deref(), Some(""));
+    assert_eq!(t.execute("x", &Value::Nil, &env).ok().as_deref(), Some("C"));
     assert!(t.contains("c"));
     assert!(!t.contains("zzz"));
 }
 
 #[test]
 fn include_recursion_limit() {
-    // Deep recursion needs a big stack, as the chart renderer provides.
+    // The evaluator grows its stack on demand; a small thread stack is enough.
     let r = std::thread::Builder::new()
-        .stack_size(512 << 20)
+        .stack_size(256 << 10)
         .spawn(|| {
             let mut t = Templates::new(test_funcs());
             t.parse(
@@ -611,4 +622,139 @@ fn corpus_templates_parse() {
     );
     assert!(files.len() > 100);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn deep_nesting_does_not_overflow() {
+    // Parsing and evaluation grow the stack on demand (dropping the tree
+    // recurses too, hence 1 MiB rather than less).
+    let r = std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(|| {
+            let depth = 2000;
+            let parens = format!("{}1{}", "(".repeat(depth), ")".repeat(depth));
+            let ifs = format!(
+                "{}x{}",
+                "{{ if 1 }}".repeat(depth),
+                "{{ end }}".repeat(depth)
+            );
+            let mut t = Templates::new(test_funcs());
+            t.parse("d", &format!("{{{{ {parens} }}}}{ifs}"))
+                .map_err(|e| e.to_string())?;
+            t.execute("d", &Value::Nil, &Env::new())
+                .map_err(|e| e.to_string())
+        })
+        .map(|h| h.join());
+    assert!(matches!(r, Ok(Ok(Ok(ref s))) if s == "1x"), "{r:?}");
+}
+
+/// Rough throughput check of parse + execute on a chart-like template.
+/// Run with `cargo test --release --lib engine::tests::bench -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn bench_exec() {
+    let helpers = r#"{{- define "c.name" -}}{{ default .Chart.Name .Values.nameOverride | printf "%s" }}{{- end }}
+{{- define "c.labels" -}}
+app.kubernetes.io/name: {{ include "c.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}"#;
+    let body = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ include "c.name" . }}
+  labels:
+    {{- include "c.labels" . | nindent 4 }}
+spec:
+  replicas: {{ .Values.replicas }}
+  template:
+    spec:
+      containers:
+      {{- range $i, $c := .Values.containers }}
+        - name: {{ $c.name | quote }}
+          image: "{{ $c.image }}:{{ $c.tag | default "latest" }}"
+          {{- with $c.env }}
+          env:
+          {{- range $k, $v := . }}
+            - name: {{ $k }}
+              value: {{ $v | quote }}
+          {{- end }}
+          {{- end }}
+          {{- if and $c.ports (gt (len $c.ports) 0) }}
+          ports:
+          {{- range $c.ports }}
+            - containerPort: {{ . }}
+          {{- end }}
+          {{- end }}
+      {{- end }}
+"#;
+    fn default(_: &Env, a: &[Value]) -> FuncResult {
+        Ok(if a[1].truthy() {
+            a[1].clone()
+        } else {
+            a[0].clone()
+        })
+    }
+    let funcs = {
+        let mut m = (*test_funcs()).clone();
+        m.insert(FuncDef {
+            name: "default",
+            params: &[Param::Any, Param::Any],
+            variadic: None,
+            imp: default,
+        });
+        Rc::new(m)
+    };
+    let values: serde_json::Value = serde_json::json!({
+        "replicas": 3,
+        "containers": (0..10).map(|i| serde_json::json!({
+            "name": format!("c{i}"), "image": "nginx", "env": {"A": "1", "B": "2", "C": "3"}, "ports": [80, 443]
+        })).collect::<Vec<_>>()
+    });
+    let data = map_of(
+        vec![
+            ("Values", json_to_value(&values, true)),
+            (
+                "Release",
+                map_of(vec![("Name", Value::str("rel"))], MapKind::Any),
+            ),
+            (
+                "Chart",
+                map_of(vec![("Name", Value::str("chart"))], MapKind::Any),
+            ),
+        ],
+        MapKind::Values,
+    );
+    let env = Env::new();
+    let n = 2000;
+    let start = std::time::Instant::now();
+    let mut total = 0;
+    for _ in 0..n {
+        let mut t = Templates::new(funcs.clone());
+        assert!(t.parse("c/templates/_helpers.tpl", helpers).is_ok());
+        assert!(t.parse("c/templates/deploy.yaml", body).is_ok());
+        total += t
+            .execute("c/templates/deploy.yaml", &data, &env)
+            .map(|s| s.len())
+            .unwrap_or(0);
+    }
+    let el = start.elapsed();
+    eprintln!(
+        "{n} parse+execute in {el:?} ({:?} each), {total} bytes",
+        el / n
+    );
+    let mut t = Templates::new(funcs.clone());
+    assert!(t.parse("c/templates/_helpers.tpl", helpers).is_ok());
+    assert!(t.parse("c/templates/deploy.yaml", body).is_ok());
+    let start = std::time::Instant::now();
+    for _ in 0..n {
+        total += t
+            .execute("c/templates/deploy.yaml", &data, &env)
+            .map(|s| s.len())
+            .unwrap_or(0);
+    }
+    eprintln!(
+        "{n} execute in {:?} ({:?} each), {total} bytes in all",
+        start.elapsed(),
+        start.elapsed() / n
+    );
 }

@@ -152,6 +152,13 @@ pub trait Object {
     /// Lets functions downcast to the concrete type (e.g. `semverCompare` on a
     /// `*semver.Version`, or the chart's `Files`).
     fn as_any(&self) -> &dyn Any;
+    /// What Go's `encoding/json` sees for this value (`toJson`, and `toYaml`,
+    /// which marshals through JSON): a struct's exported fields under their
+    /// `json` tag names as a map, or a `MarshalJSON` result as a string.
+    /// `None` (the default) encodes the `%v` form as a JSON string.
+    fn json_value(&self) -> Option<Value> {
+        None
+    }
 }
 
 impl Value {

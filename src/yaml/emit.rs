@@ -30,10 +30,18 @@ pub enum EmitError {
 /// Helm's `toYaml` is `try_to_yaml(v).map(|s| s.trim_end_matches('\n') once)`
 /// with errors turned into "" — see [`to_yaml`] for that form.
 pub fn try_to_yaml(v: &Yaml) -> Result<String, EmitError> {
-    check(v)?;
     let mut e = Emitter::new(Flavor::V2);
     e.emit_node(v, Ctx::Root);
     e.finish();
+    // json.Marshal fails first (NaN/Inf); then yaml.v2's reader refuses DEL
+    // and U+FFFE/U+FFFF, which json writes raw ("control characters are not
+    // allowed"). Both are noticed while writing, saving a pass.
+    if let Some(nan) = e.nan {
+        return Err(EmitError::UnsupportedValue(nan));
+    }
+    if e.unreadable {
+        return Err(EmitError::ControlCharacter);
+    }
     Ok(e.out)
 }
 
@@ -52,31 +60,6 @@ pub fn to_yaml_pretty(v: &Yaml) -> String {
     e.emit_node(v, Ctx::Root);
     e.finish();
     e.out
-}
-
-/// Rejects what json.Marshal or yaml.v2's reader would reject.
-fn check(v: &Yaml) -> Result<(), EmitError> {
-    match v {
-        Yaml::Float(f) if !f.is_finite() => Err(EmitError::UnsupportedValue(format_g(*f, false))),
-        Yaml::Str(s) => check_str(s),
-        Yaml::Seq(items) => items.iter().try_for_each(check),
-        Yaml::Map(m) => m.iter().try_for_each(|(k, v)| {
-            check_str(k)?;
-            check(v)
-        }),
-        _ => Ok(()),
-    }
-}
-
-/// json.Marshal writes DEL and the non-characters U+FFFE/U+FFFF raw, and
-/// yaml.v2's reader then fails with "control characters are not allowed".
-fn check_str(s: &str) -> Result<(), EmitError> {
-    if s.chars()
-        .any(|c| c == '\u{7f}' || c == '\u{fffe}' || c == '\u{ffff}')
-    {
-        return Err(EmitError::ControlCharacter);
-    }
-    Ok(())
 }
 
 /// Which go-yaml encoder is reproduced.
@@ -109,6 +92,8 @@ enum Style {
 /// `yaml_emitter_analyze_scalar` results.
 #[derive(Clone, Copy, Debug)]
 struct Analysis {
+    /// Contains DEL, U+FFFE or U+FFFF.
+    json_unreadable: bool,
     multiline: bool,
     flow_plain_allowed: bool,
     block_plain_allowed: bool,
@@ -131,6 +116,10 @@ struct Emitter {
     flow_level: u32,
     mapping_context: bool,
     simple_key_context: bool,
+    /// V2: the first non-finite float (json.Marshal's error).
+    nan: Option<String>,
+    /// V2: a string json writes raw that yaml.v2 cannot read back.
+    unreadable: bool,
 }
 
 impl Emitter {
@@ -146,6 +135,8 @@ impl Emitter {
             flow_level: 0,
             mapping_context: false,
             simple_key_context: false,
+            nan: None,
+            unreadable: false,
         }
     }
 
@@ -167,6 +158,9 @@ impl Emitter {
             Yaml::Bool(b) => self.emit_scalar(if *b { "true" } else { "false" }, Style::Plain),
             Yaml::Int(i) => self.emit_scalar(&i.to_string(), Style::Plain),
             Yaml::Float(f) => {
+                if self.flavor == Flavor::V2 && !f.is_finite() && self.nan.is_none() {
+                    self.nan = Some(format_g(*f, false));
+                }
                 let text = self.float_text(*f);
                 self.emit_scalar(&text, Style::Plain)
             }
@@ -302,7 +296,8 @@ impl Emitter {
         let saved = self.increase_indent(false, false);
         let mut keys: Vec<(&String, &Yaml)> = m.iter().collect();
         if !keys.iter().all(|(k, _)| k.is_ascii()) || keys.iter().any(|(k, _)| needs_natural(k)) {
-            keys.sort_by(|a, b| natural_cmp(a.0, b.0));
+            let v3 = self.flavor == Flavor::V3;
+            keys.sort_by(|a, b| key_cmp(a.0, b.0, v3));
         }
         for (k, v) in keys {
             self.write_indent();
@@ -330,6 +325,9 @@ impl Emitter {
 
     fn emit_scalar(&mut self, value: &str, requested: Style) {
         let a = analyze(value, self.flavor == Flavor::V3);
+        if a.json_unreadable && self.flavor == Flavor::V2 {
+            self.unreadable = true;
+        }
         let style = self.select_style(value, requested, &a);
         let saved = self.increase_indent(true, false);
         let allow_breaks = !self.simple_key_context;
@@ -607,6 +605,7 @@ impl Emitter {
 fn analyze(value: &str, v3_tabs: bool) -> Analysis {
     if value.is_empty() {
         return Analysis {
+            json_unreadable: false,
             multiline: false,
             flow_plain_allowed: false,
             block_plain_allowed: true,
@@ -620,6 +619,7 @@ fn analyze(value: &str, v3_tabs: bool) -> Analysis {
     let mut line_breaks = false;
     let mut special = false;
     let mut tabs = false;
+    let mut json_unreadable = false;
     let mut leading_space = false;
     let mut leading_break = false;
     let mut trailing_space = false;
@@ -679,6 +679,7 @@ fn analyze(value: &str, v3_tabs: bool) -> Analysis {
             tabs = true;
         } else if !is_printable(c) {
             special = true;
+            json_unreadable |= matches!(c, '\u{7f}' | '\u{fffe}' | '\u{ffff}');
         }
         if c == ' ' {
             if i == 0 {
@@ -712,6 +713,7 @@ fn analyze(value: &str, v3_tabs: bool) -> Analysis {
         preceded_by_ws = c == ' ' || c == '\t' || is_break(c) || c == '\0';
     }
     let mut a = Analysis {
+        json_unreadable,
         multiline: line_breaks,
         flow_plain_allowed: true,
         block_plain_allowed: true,
@@ -797,40 +799,59 @@ fn needs_natural(k: &str) -> bool {
 /// sorter.go `keyList.Less` for two string keys: letters sort before
 /// non-letters, runs of digits compare by numeric value.
 pub fn natural_cmp(a: &str, b: &str) -> Ordering {
-    if natural_less(a, b) {
+    key_cmp(a, b, false)
+}
+
+/// `keyList.Less` of yaml.v2 or (`v3`) yaml.v3, as an ordering.
+fn key_cmp(a: &str, b: &str, v3: bool) -> Ordering {
+    if natural_less(a, b, v3) {
         Ordering::Less
-    } else if natural_less(b, a) {
+    } else if natural_less(b, a, v3) {
         Ordering::Greater
     } else {
         Ordering::Equal
     }
 }
 
-fn natural_less(a: &str, b: &str) -> bool {
+fn natural_less(a: &str, b: &str, v3: bool) -> bool {
+    // Keys are almost always ASCII: compare bytes as runes without
+    // collecting them.
+    if a.is_ascii() && b.is_ascii() {
+        return natural_less_by(a.as_bytes(), b.as_bytes(), v3, |c: &u8| *c as char);
+    }
     let ar: Vec<char> = a.chars().collect();
     let br: Vec<char> = b.chars().collect();
+    natural_less_by(&ar, &br, v3, |c: &char| *c)
+}
+
+/// sorter.go `keyList.Less` on rune slices. yaml.v3 (`v3`) differs in one
+/// rule: after a run of equal digits, a letter sorts before a digit.
+fn natural_less_by<T>(ar: &[T], br: &[T], v3: bool, at: impl Fn(&T) -> char) -> bool {
     let is_digit = |c: char| c.is_ascii_digit() || (!c.is_ascii() && c.is_numeric());
     let mut i = 0;
+    let mut digits = false;
     while i < ar.len() && i < br.len() {
-        if ar[i] == br[i] {
+        let (ac, bc) = (at(&ar[i]), at(&br[i]));
+        if ac == bc {
+            digits = is_digit(ac);
             i += 1;
             continue;
         }
-        let al = ar[i].is_alphabetic();
-        let bl = br[i].is_alphabetic();
+        let al = ac.is_alphabetic();
+        let bl = bc.is_alphabetic();
         if al && bl {
-            return ar[i] < br[i];
+            return ac < bc;
         }
         if al || bl {
-            return bl;
+            return if v3 && digits { al } else { bl };
         }
         let mut an: i64 = 0;
         let mut bn: i64 = 0;
-        if ar[i] == '0' || br[i] == '0' {
+        if ac == '0' || bc == '0' {
             let mut j = i;
-            while j > 0 && is_digit(ar[j - 1]) {
+            while j > 0 && is_digit(at(&ar[j - 1])) {
                 j -= 1;
-                if ar[j] != '0' {
+                if at(&ar[j]) != '0' {
                     an = 1;
                     bn = 1;
                     break;
@@ -838,13 +859,17 @@ fn natural_less(a: &str, b: &str) -> bool {
             }
         }
         let mut ai = i;
-        while ai < ar.len() && is_digit(ar[ai]) {
-            an = an.wrapping_mul(10).wrapping_add(ar[ai] as i64 - '0' as i64);
+        while ai < ar.len() && is_digit(at(&ar[ai])) {
+            an = an
+                .wrapping_mul(10)
+                .wrapping_add(at(&ar[ai]) as i64 - '0' as i64);
             ai += 1;
         }
         let mut bi = i;
-        while bi < br.len() && is_digit(br[bi]) {
-            bn = bn.wrapping_mul(10).wrapping_add(br[bi] as i64 - '0' as i64);
+        while bi < br.len() && is_digit(at(&br[bi])) {
+            bn = bn
+                .wrapping_mul(10)
+                .wrapping_add(at(&br[bi]) as i64 - '0' as i64);
             bi += 1;
         }
         if an != bn {
@@ -853,7 +878,7 @@ fn natural_less(a: &str, b: &str) -> bool {
         if ai != bi {
             return ai < bi;
         }
-        return ar[i] < br[i];
+        return ac < bc;
     }
     ar.len() < br.len()
 }

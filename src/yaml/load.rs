@@ -14,6 +14,7 @@ use super::num::format_g;
 use super::resolve::{Resolved, resolve_plain};
 use super::{Mapping, Yaml};
 use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Span, StrInput, Tag};
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// A load failure, with the exact text Helm shows (for example
@@ -21,6 +22,22 @@ use std::collections::HashMap;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
 pub struct LoadError(pub String);
+
+/// A scalar as sigs.k8s.io/yaml stores it into a Go `string` struct field
+/// (Chart.yaml's `version`, `appVersion`, …): convertToJSONableObject turns
+/// ints into decimal text, floats into `FormatFloat(f, 'g', -1, 32)` (so
+/// `1.10` becomes "1.1" and `1.0` becomes "1") and bools into
+/// "true"/"false". Use it on values loaded with [`Numbers::Yaml`], which
+/// keeps yaml.v2's int/float distinction. `None` for null, lists and maps.
+pub fn go_string_field(v: &Yaml) -> Option<String> {
+    match v {
+        Yaml::Str(s) => Some(s.clone()),
+        Yaml::Int(i) => Some(i.to_string()),
+        Yaml::Float(f) => Some(format_g(*f, true)),
+        Yaml::Bool(b) => Some(b.to_string()),
+        Yaml::Null | Yaml::Seq(_) | Yaml::Map(_) => None,
+    }
+}
 
 /// How numbers come out of the loader.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -52,16 +69,100 @@ pub fn load(text: &str, numbers: Numbers) -> Result<Yaml, LoadError> {
     if !text.chars().all(is_yaml_char) {
         return Err(wrap("yaml: control characters are not allowed".into()));
     }
-    let mut l = Loader {
-        parser: Parser::new_from_str(text),
-        src: text,
-        anchors: HashMap::new(),
-        in_progress: Vec::new(),
-        numbers,
-        decode_count: 0,
-        alias_count: 0,
-    };
-    l.document().map_err(wrap)
+    let mut patched: Option<String> = None;
+    // saphyr follows YAML 1.2 in refusing a tab as the separator after an
+    // indicator (`a:\tb`, `-\tx`), which libyaml accepts. Such a tab is pure
+    // separation, so it is replaced by a space and the text parsed again.
+    for _ in 0..64 {
+        let src = patched.as_deref().unwrap_or(text);
+        let mut l = Loader {
+            parser: Parser::new_from_str(src),
+            src,
+            anchors: HashMap::new(),
+            in_progress: Vec::new(),
+            numbers,
+            decode_count: 0,
+            alias_count: 0,
+            cursor: (0, 0),
+            ascii: src.is_ascii(),
+            tab_after_indicator: None,
+            decode_err: None,
+            key_err: None,
+        };
+        match l.document() {
+            Ok(v) => return Ok(v),
+            Err(e) => match l.tab_after_indicator {
+                Some(at) => {
+                    let mut t = src.to_string();
+                    t.replace_range(at..at + 1, " ");
+                    patched = Some(t);
+                }
+                None => return Err(wrap(e)),
+            },
+        }
+    }
+    Err(wrap("yaml: did not find expected key".into()))
+}
+
+/// Files as bytes: libyaml's reader decodes UTF-8 itself and reports the
+/// first bad sequence ("invalid leading UTF-8 octet", "invalid trailing
+/// UTF-8 octet", "incomplete UTF-8 octet sequence", …) or control character,
+/// in file order, before any parsing.
+pub fn check_input(bytes: &[u8]) -> Result<&str, LoadError> {
+    let fail = |m: &str| LoadError(format!("error converting YAML to JSON: yaml: {m}"));
+    let mut i = 0;
+    while i < bytes.len() {
+        let o = bytes[i];
+        let width = if o & 0x80 == 0 {
+            1
+        } else if o & 0xe0 == 0xc0 {
+            2
+        } else if o & 0xf0 == 0xe0 {
+            3
+        } else if o & 0xf8 == 0xf0 {
+            4
+        } else {
+            return Err(fail("invalid leading UTF-8 octet"));
+        };
+        if width > bytes.len() - i {
+            return Err(fail("incomplete UTF-8 octet sequence"));
+        }
+        let mut value: u32 = match width {
+            1 => (o & 0x7f) as u32,
+            2 => (o & 0x1f) as u32,
+            3 => (o & 0x0f) as u32,
+            _ => (o & 0x07) as u32,
+        };
+        for k in 1..width {
+            let t = bytes[i + k];
+            if t & 0xc0 != 0x80 {
+                return Err(fail("invalid trailing UTF-8 octet"));
+            }
+            value = (value << 6) + (t & 0x3f) as u32;
+        }
+        let ok_len = match width {
+            1 => true,
+            2 => value >= 0x80,
+            3 => value >= 0x800,
+            _ => value >= 0x10000,
+        };
+        if !ok_len {
+            return Err(fail("invalid length of a UTF-8 sequence"));
+        }
+        if (0xd800..=0xdfff).contains(&value) || value > 0x10ffff {
+            return Err(fail("invalid Unicode character"));
+        }
+        if !char::from_u32(value).is_some_and(is_yaml_char) {
+            return Err(fail("control characters are not allowed"));
+        }
+        i += width;
+    }
+    std::str::from_utf8(bytes).map_err(|_| fail("invalid leading UTF-8 octet"))
+}
+
+/// [`from_yaml_map`] for a file's bytes (see [`check_input`]).
+pub fn from_yaml_map_bytes(bytes: &[u8], go_type: &str) -> Result<Mapping, LoadError> {
+    from_yaml_map(check_input(bytes)?, go_type)
 }
 
 /// libyaml's reader check: TAB, LF, CR, printable ASCII, NEL, and the
@@ -123,6 +224,18 @@ struct Loader<'a> {
     numbers: Numbers,
     decode_count: usize,
     alias_count: usize,
+    /// (char index, byte offset) of the last position converted.
+    cursor: (usize, usize),
+    /// The source is ASCII: char indices are byte offsets.
+    ascii: bool,
+    /// Byte offset of a tab after `:`/`-`/`?` that saphyr refused.
+    tab_after_indicator: Option<usize>,
+    /// go-yaml parses the whole document before decoding it, so a syntax
+    /// error anywhere wins over a decoding error (bad `!!int`, merge of a
+    /// non-map, …); the first decoding error waits here.
+    decode_err: Option<String>,
+    /// Likewise sigs.k8s.io's key conversion runs after decoding.
+    key_err: Option<String>,
 }
 
 /// A decoded scalar before the JSON step (Go types of yaml.v2 decoding).
@@ -167,11 +280,24 @@ impl<'a> Loader<'a> {
     }
 
     /// The JSON step's whole-document check: json.Marshal refuses NaN/Inf.
-    fn finish_value(&self, v: Yaml) -> Res<Yaml> {
+    fn finish_value(&mut self, v: Yaml) -> Res<Yaml> {
+        if let Some(e) = self.decode_err.take() {
+            return Err(e);
+        }
+        if let Some(e) = self.key_err.take() {
+            return Err(e);
+        }
         if self.numbers == Numbers::Json {
             find_non_finite(&v)?;
         }
         Ok(v)
+    }
+
+    /// Records a decoding error (the first one wins) and lets parsing go on.
+    fn defer(&mut self, e: String) {
+        if self.decode_err.is_none() {
+            self.decode_err = Some(e);
+        }
     }
 
     fn count(&mut self, n: usize, alias: bool) -> Res<()> {
@@ -200,7 +326,13 @@ impl<'a> Loader<'a> {
         self.count(1, false)?;
         match ev {
             Event::Scalar(value, style, anchor, tag) => {
-                let raw = scalar(&value, style, tag.as_deref())?;
+                if style == ScalarStyle::DoubleQuoted && value.contains('/') {
+                    self.check_escapes(span)?;
+                }
+                let raw = scalar(value, style, tag.as_deref()).unwrap_or_else(|e| {
+                    self.defer(e);
+                    Raw::Null
+                });
                 let v = self.raw_value(raw);
                 if anchor > 0 {
                     self.anchors.insert(anchor, v.clone());
@@ -237,14 +369,34 @@ impl<'a> Loader<'a> {
                             if v == "<<" && tag.as_deref().is_none_or(is_merge_tag) =>
                         {
                             let (ev, span) = self.next()?;
+                            let via_alias = matches!(ev, Event::Alias(_));
                             let src = self.node(ev, span)?;
-                            merge(&mut map, src)?;
+                            // decode.go merge: an alias must name a mapping
+                            // (not a sequence of them).
+                            if via_alias && !matches!(src, Yaml::Map(_)) {
+                                self.defer(MERGE_WANT.into());
+                            } else if let Err(e) = merge(&mut map, src) {
+                                self.defer(e);
+                            }
                         }
                         ev => {
                             let key = self.key(ev, span)?;
                             let (ev, span) = self.next()?;
                             let value = self.node(ev, span)?;
-                            map.insert(key, value);
+                            match key {
+                                Ok(k) => {
+                                    map.insert(k, value);
+                                }
+                                Err(Some(prefix)) => {
+                                    if self.key_err.is_none() {
+                                        self.key_err = Some(format!(
+                                            "{prefix}, value: {}",
+                                            go_sharp_v(&value)
+                                        ));
+                                    }
+                                }
+                                Err(None) => {}
+                            }
                         }
                     }
                 }
@@ -257,6 +409,53 @@ impl<'a> Loader<'a> {
         }
     }
 
+    /// Byte offset of saphyr's character index `ci`, walking forward from the
+    /// last conversion (events arrive in source order).
+    fn byte_at(&mut self, ci: usize) -> usize {
+        if self.ascii {
+            return ci.min(self.src.len());
+        }
+        let (mut c, mut b) = self.cursor;
+        if ci < c {
+            (c, b) = (0, 0);
+        }
+        for ch in self.src[b..].chars() {
+            if c == ci {
+                break;
+            }
+            c += 1;
+            b += ch.len_utf8();
+        }
+        self.cursor = (c, b);
+        b
+    }
+
+    /// libyaml (YAML 1.1) has no `\/` escape, which saphyr (YAML 1.2)
+    /// accepts: reject it with libyaml's scanner error.
+    fn check_escapes(&mut self, span: Span) -> Res<()> {
+        let start = self.byte_at(span.start.index());
+        let end = self.byte_at(span.end.index()).max(start);
+        let text = &self.src[start..end];
+        let b = text.as_bytes();
+        let mut i = 0;
+        while i + 1 < b.len() {
+            if b[i] == b'\\' {
+                if b[i + 1] == b'/' {
+                    let line = self.src[..start + i].matches('\n').count() + 1;
+                    return Err(if line <= 1 {
+                        "yaml: found unknown escape character".into()
+                    } else {
+                        format!("yaml: line {line}: found unknown escape character")
+                    });
+                }
+                i += 2;
+            } else {
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+
     fn register(&mut self, anchor: usize, v: &Yaml) {
         if anchor > 0 {
             self.in_progress.retain(|a| *a != anchor);
@@ -266,10 +465,12 @@ impl<'a> Loader<'a> {
 
     fn alias(&mut self, id: usize, span: Span) -> Res<Yaml> {
         if self.in_progress.contains(&id) {
-            return Err(format!(
+            let e = format!(
                 "yaml: anchor '{}' value contains itself",
                 self.alias_name(span)
-            ));
+            );
+            self.defer(e);
+            return Ok(Yaml::Null);
         }
         match self.anchors.get(&id) {
             Some(v) => {
@@ -294,32 +495,43 @@ impl<'a> Loader<'a> {
             .collect()
     }
 
-    /// A mapping key as sigs.k8s.io/yaml turns it into a JSON object key.
-    fn key(&mut self, ev: Event<'a>, span: Span) -> Res<String> {
-        match ev {
+    /// A mapping key as sigs.k8s.io/yaml turns it into a JSON object key:
+    /// `Ok(key)`, or `Err(Some(prefix))` for a key JSON cannot take (the
+    /// message still needs the value), or `Err(None)` when a decoding error
+    /// was recorded instead.
+    fn key(&mut self, ev: Event<'a>, span: Span) -> Res<Result<String, Option<String>>> {
+        let raw = match ev {
             Event::Scalar(value, style, anchor, tag) => {
                 self.count(1, false)?;
-                let raw = scalar(&value, style, tag.as_deref())?;
+                if style == ScalarStyle::DoubleQuoted && value.contains('/') {
+                    self.check_escapes(span)?;
+                }
+                let raw = match scalar(value, style, tag.as_deref()) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        self.defer(e);
+                        return Ok(Err(None));
+                    }
+                };
                 if anchor > 0 {
                     let v = self.raw_value_keep(&raw);
                     self.anchors.insert(anchor, v);
                 }
-                key_string(raw)
+                raw
             }
-            ev => {
-                let v = self.node(ev, span)?;
-                match v {
-                    Yaml::Seq(_) | Yaml::Map(_) => {
-                        Err(format!("yaml: invalid map key: {}", go_sharp_v(&v)))
-                    }
-                    Yaml::Str(s) => Ok(s),
-                    Yaml::Bool(b) => Ok(b.to_string()),
-                    Yaml::Int(i) => Ok(i.to_string()),
-                    Yaml::Float(f) => key_string(Raw::Float(f)),
-                    Yaml::Null => key_string(Raw::Null),
+            ev => match self.node(ev, span)? {
+                v @ (Yaml::Seq(_) | Yaml::Map(_)) => {
+                    self.defer(format!("yaml: invalid map key: {}", go_sharp_v(&v)));
+                    return Ok(Err(None));
                 }
-            }
-        }
+                Yaml::Str(s) => Raw::Str(s),
+                Yaml::Bool(b) => Raw::Bool(b),
+                Yaml::Int(i) => Raw::Int(i),
+                Yaml::Float(f) => Raw::Float(f),
+                Yaml::Null => Raw::Null,
+            },
+        };
+        Ok(key_string(raw).map_err(Some))
     }
 
     fn raw_value(&self, raw: Raw) -> Yaml {
@@ -352,8 +564,17 @@ impl<'a> Loader<'a> {
     /// `parser.fail` line rule: scanner errors report the 1-based line,
     /// parser errors the 0-based line of the problem mark, and no "line N: "
     /// part at all when that number is 0.
-    fn scan_error(&self, e: &ScanError) -> String {
+    fn scan_error(&mut self, e: &ScanError) -> String {
         let info = e.info();
+        if info.contains("whitespace") || info.contains("tab") {
+            let at = char_to_byte(self.src, e.marker().index());
+            let line_start = self.src[..at].rfind('\n').map_or(0, |i| i + 1);
+            let b = self.src.as_bytes();
+            self.tab_after_indicator = (line_start..b.len().saturating_sub(1))
+                .take_while(|&i| b[i] != b'\n')
+                .find(|&i| matches!(b[i], b':' | b'-' | b'?') && b[i + 1] == b'\t')
+                .map(|i| i + 1);
+        }
         if info.contains("unknown anchor") {
             let span = Span::new(*e.marker(), *e.marker());
             return format!(
@@ -362,10 +583,38 @@ impl<'a> Loader<'a> {
             );
         }
         let mut line1 = e.marker().line();
-        let (msg, scanner) = map_message(info);
+        let at = char_to_byte(self.src, e.marker().index());
+        let (mut msg, mut scanner) = map_message(info);
+        let line_start = self.src[..at].rfind('\n').map_or(0, |i| i + 1);
+        let before = self.src[line_start..at].trim_end();
         if msg == "found unexpected end of stream" {
             // libyaml reports the end of the input, not the scalar's start.
             line1 = self.src.matches('\n').count() + 1;
+        } else if info.contains("misplaced bracket")
+            && !before.is_empty()
+            && !before.ends_with([':', '-', ',', '[', '{'])
+        {
+            // A closing bracket after a complete block value: libyaml's
+            // block-mapping parser wants the next key.
+            msg = "did not find expected key";
+        } else if msg == "did not find expected key" && self.src[line_start..].starts_with('\t') {
+            // libyaml's scanner stops at the tab first (block scalar
+            // indentation).
+            msg = "found a tab character where an indentation space is expected";
+            scanner = true;
+        } else if info.contains("plain scalar, found a tab") {
+            // The tab is on a continuation line of the plain scalar.
+            if let Some(t) = self.src[at..].find('\t') {
+                line1 = self.src[..at + t].matches('\n').count() + 1;
+            }
+            msg = "found a tab character that violates indentation";
+            scanner = true;
+        } else if info.contains("illegal placement of ':'") {
+            msg = match innermost_flow(&self.src[..at]) {
+                Some('{') => "did not find expected ',' or '}'",
+                _ => "did not find expected ',' or ']'",
+            };
+            scanner = false;
         }
         let line = if scanner {
             line1
@@ -385,8 +634,10 @@ impl<'a> Loader<'a> {
 /// Merges a `<<` value into `map` (decode.go `merge`): a mapping, or a
 /// sequence of mappings where earlier ones win; merged keys overwrite keys
 /// already set because go-yaml decodes them into the same map.
+const MERGE_WANT: &str = "yaml: map merge requires map or sequence of maps as the value";
+
 fn merge(map: &mut Mapping, src: Yaml) -> Res<()> {
-    const WANT: &str = "yaml: map merge requires map or sequence of maps as the value";
+    const WANT: &str = MERGE_WANT;
     match src {
         Yaml::Map(m) => {
             map.extend(m);
@@ -412,34 +663,34 @@ fn is_merge_tag(t: &Tag) -> bool {
 }
 
 /// decode.go `scalar` for an `interface{}` target.
-fn scalar(value: &str, style: ScalarStyle, tag: Option<&Tag>) -> Res<Raw> {
+fn scalar(value: Cow<'_, str>, style: ScalarStyle, tag: Option<&Tag>) -> Res<Raw> {
     let Some(tag) = tag else {
         if style != ScalarStyle::Plain {
-            return Ok(Raw::Str(value.to_string()));
+            return Ok(Raw::Str(value.into_owned()));
         }
-        return Ok(match resolve_plain(value) {
+        return Ok(match resolve_plain(&value) {
             Resolved::Null => Raw::Null,
             Resolved::Bool(b) => Raw::Bool(b),
             Resolved::Int(i) => Raw::Int(i),
             Resolved::Uint(u) => Raw::Uint(u),
             Resolved::Float(f) => Raw::Float(f),
-            Resolved::Timestamp | Resolved::Merge | Resolved::Str => Raw::Str(value.to_string()),
+            Resolved::Timestamp | Resolved::Merge | Resolved::Str => Raw::Str(value.into_owned()),
         });
     };
     if !tag.is_yaml_core_schema() {
         // Non-specific `!` and application tags: yaml.v2 keeps the text.
-        return Ok(Raw::Str(value.to_string()));
+        return Ok(Raw::Str(value.into_owned()));
     }
     let want = tag.suffix.as_str();
     match want {
-        "str" => return Ok(Raw::Str(value.to_string())),
-        "binary" => return decode_binary(value),
+        "str" => return Ok(Raw::Str(value.into_owned())),
+        "binary" => return decode_binary(&value),
         "bool" | "int" | "float" | "null" | "timestamp" => {}
-        _ => return Ok(Raw::Str(value.to_string())),
+        _ => return Ok(Raw::Str(value.into_owned())),
     }
     // resolve(tag, in): resolve as if implicit, then check the result
     // against the explicit tag (an int is accepted as a float).
-    let r = resolve_plain(value);
+    let r = resolve_plain(&value);
     let ok = matches!(
         (want, &r),
         ("bool", Resolved::Bool(_))
@@ -469,7 +720,7 @@ fn scalar(value: &str, style: ScalarStyle, tag: Option<&Tag>) -> Res<Raw> {
         Resolved::Int(i) => Raw::Int(i),
         Resolved::Uint(u) => Raw::Uint(u),
         Resolved::Float(f) => Raw::Float(f),
-        _ => Raw::Str(value.to_string()),
+        _ => Raw::Str(value.into_owned()),
     })
 }
 
@@ -505,14 +756,10 @@ fn key_string(raw: Raw) -> Res<String> {
         },
         Raw::Bool(b) => b.to_string(),
         Raw::Uint(u) => {
-            return Err(format!(
-                "unsupported map key of type: uint64, key: 0x{u:x}, value: <value>"
-            ));
+            return Err(format!("unsupported map key of type: uint64, key: 0x{u:x}"));
         }
         Raw::Null => {
-            return Err(
-                "unsupported map key of type: %!s(<nil>), key: <nil>, value: <value>".into(),
-            );
+            return Err("unsupported map key of type: %!s(<nil>), key: <nil>".into());
         }
     })
 }
@@ -536,7 +783,7 @@ fn node_count(v: &Yaml) -> usize {
     }
 }
 
-/// Go's `%#v` for the key values go-yaml reports in "invalid map key".
+/// Go's `%#v` for the values go-yaml and sigs.k8s.io/yaml print in key errors.
 fn go_sharp_v(v: &Yaml) -> String {
     match v {
         Yaml::Null => "interface {}(nil)".into(),
@@ -563,6 +810,34 @@ fn char_to_byte(s: &str, ci: usize) -> usize {
         return ci.min(s.len());
     }
     s.char_indices().nth(ci).map_or(s.len(), |(b, _)| b)
+}
+
+/// The innermost unclosed flow bracket in `text` (quotes and comments
+/// skipped roughly), for naming the flow collection an error is in.
+fn innermost_flow(text: &str) -> Option<char> {
+    let mut stack = Vec::new();
+    let mut quote: Option<char> = None;
+    let mut comment = false;
+    for c in text.chars() {
+        if comment {
+            comment = c != '\n';
+            continue;
+        }
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None => match c {
+                '"' | '\'' => quote = Some(c),
+                '#' => comment = true,
+                '[' | '{' => stack.push(c),
+                ']' | '}' => {
+                    stack.pop();
+                }
+                _ => {}
+            },
+        }
+    }
+    stack.pop()
 }
 
 /// saphyr message → (libyaml problem text, is a scanner error).
@@ -626,6 +901,11 @@ fn map_message(info: &str) -> (&str, bool) {
             false,
         ),
         (
+            "block sequence entries are not allowed",
+            "block sequence entries are not allowed in this context",
+            true,
+        ),
+        (
             "block sequence",
             "did not find expected '-' indicator",
             false,
@@ -655,6 +935,51 @@ mod tests {
             Ok(v) => v,
             Err(e) => panic!("{s:?}: {e}"),
         }
+    }
+
+    #[test]
+    fn yaml_numbers_and_string_fields() {
+        let v = load(
+            "version: 1.10\napp: 1.0\nnum: 12345678\nb: yes\n",
+            Numbers::Yaml,
+        )
+        .unwrap_or_default();
+        let Yaml::Map(m) = v else { panic!() };
+        assert_eq!(m["num"], Yaml::Int(12345678));
+        assert_eq!(go_string_field(&m["version"]).as_deref(), Some("1.1"));
+        assert_eq!(go_string_field(&m["app"]).as_deref(), Some("1"));
+        assert_eq!(go_string_field(&m["num"]).as_deref(), Some("12345678"));
+        assert_eq!(go_string_field(&m["b"]).as_deref(), Some("true"));
+    }
+
+    #[test]
+    fn merge_alias_must_be_a_map() {
+        let e = from_yaml("l: &l [{a: 1}]\nm:\n  <<: *l\n");
+        assert_eq!(
+            e,
+            Err(LoadError(
+                "error converting YAML to JSON: yaml: map merge requires map or sequence of maps as the value".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn reader_errors() {
+        // Texts from helm 3.17.3 on values files with these bytes.
+        let e = |b: &[u8]| from_yaml_map_bytes(b, "m").err().map(|e| e.0);
+        assert_eq!(
+            e(b"a: caf\xe9\n").as_deref(),
+            Some("error converting YAML to JSON: yaml: incomplete UTF-8 octet sequence")
+        );
+        assert_eq!(
+            e(b"a: x\nb: \xe2\x82\n").as_deref(),
+            Some("error converting YAML to JSON: yaml: invalid trailing UTF-8 octet")
+        );
+        assert_eq!(
+            e(b"a: ok\nb: \xff\xfe\n").as_deref(),
+            Some("error converting YAML to JSON: yaml: invalid leading UTF-8 octet")
+        );
+        assert_eq!(e(b"a: ok\n"), None);
     }
 
     #[test]

@@ -156,7 +156,7 @@ impl Enc {
                     continue;
                 }
                 if inline {
-                    self.key_value(&mut vec![k.clone()], v, true)?;
+                    self.key_value(std::slice::from_ref(k), v, true)?;
                     if trail_c || i != n - 1 {
                         self.w(", ");
                     }
@@ -174,7 +174,7 @@ impl Enc {
         Ok(())
     }
 
-    fn key_value(&mut self, key: &mut Vec<String>, v: &Yaml, inline: bool) -> Res {
+    fn key_value(&mut self, key: &[String], v: &Yaml, inline: bool) -> Res {
         if key.is_empty() {
             return self.element(v);
         }
@@ -285,8 +285,19 @@ fn quote(s: &str) -> String {
 /// Helm's `fromToml`: the document as a map, or the parser's error text
 /// (Helm puts it under the "Error" key).
 pub fn from_toml(text: &str) -> Result<Mapping, String> {
-    let doc: toml_edit::Document<String> = toml_edit::Document::parse(text.to_string())
-        .map_err(|e| format!("toml: {}", e.message()))?;
+    let doc: toml_edit::Document<String> =
+        toml_edit::Document::parse(text.to_string()).map_err(|e| {
+            // BurntSushi's texts ("toml: line N (last key …): …") are not
+            // reproduced; the line number and toml_edit's message are.
+            let line = e.span().map_or(1, |r| {
+                text.as_bytes()[..r.start.min(text.len())]
+                    .iter()
+                    .filter(|b| **b == b'\n')
+                    .count()
+                    + 1
+            });
+            format!("toml: line {line}: {}", e.message().trim_end())
+        })?;
     Ok(table(doc.as_table()))
 }
 
@@ -305,8 +316,43 @@ fn item(i: &toml_edit::Item) -> Yaml {
     }
 }
 
+/// A TOML datetime as Go's `time.Time` marshals to JSON (RFC 3339 with
+/// nanoseconds trimmed; local dates and times get UTC's "Z", a bare time
+/// the year 0000-01-01), since the data model has no time type.
+fn go_time_json(d: &toml_edit::Datetime) -> String {
+    let mut s = String::with_capacity(32);
+    let (y, mo, da) = d.date.map_or((0, 1, 1), |x| (x.year, x.month, x.day));
+    s.push_str(&format!("{y:04}-{mo:02}-{da:02}T"));
+    let t = d.time.unwrap_or(toml_edit::Time {
+        hour: 0,
+        minute: 0,
+        second: Some(0),
+        nanosecond: None,
+    });
+    s.push_str(&format!(
+        "{:02}:{:02}:{:02}",
+        t.hour,
+        t.minute,
+        t.second.unwrap_or(0)
+    ));
+    if let Some(ns) = t.nanosecond.filter(|n| *n > 0) {
+        let frac = format!("{ns:09}");
+        s.push('.');
+        s.push_str(frac.trim_end_matches('0'));
+    }
+    match d.offset {
+        Some(toml_edit::Offset::Custom { minutes }) if minutes != 0 => {
+            let sign = if minutes < 0 { '-' } else { '+' };
+            let m = minutes.unsigned_abs();
+            s.push_str(&format!("{sign}{:02}:{:02}", m / 60, m % 60));
+        }
+        _ => s.push('Z'),
+    }
+    s
+}
+
 /// BurntSushi's decoder into interface{}: int64, float64, string, bool,
-/// datetimes (time.Time; kept here as their TOML text), arrays, tables.
+/// datetimes (time.Time, here their JSON text), arrays, tables.
 fn value(v: &toml_edit::Value) -> Yaml {
     use toml_edit::Value as V;
     match v {
@@ -314,7 +360,7 @@ fn value(v: &toml_edit::Value) -> Yaml {
         V::Integer(i) => Yaml::Int(*i.value()),
         V::Float(f) => Yaml::Float(*f.value()),
         V::Boolean(b) => Yaml::Bool(*b.value()),
-        V::Datetime(d) => Yaml::Str(d.value().to_string()),
+        V::Datetime(d) => Yaml::Str(go_time_json(d.value())),
         V::Array(a) => Yaml::Seq(a.iter().map(value).collect()),
         V::InlineTable(t) => Yaml::Map(t.iter().map(|(k, v)| (k.to_string(), value(v))).collect()),
     }
@@ -323,6 +369,68 @@ fn value(v: &toml_edit::Value) -> Yaml {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn helm_toml_shapes() {
+        // Expected texts from helm 3.17.3.
+        // toToml (list 1 2)
+        assert_eq!(
+            to_toml(&Yaml::Seq(vec![Yaml::Int(1), Yaml::Int(2)])),
+            "[1, 2]"
+        );
+        // toToml (dict "l" (list 1 nil))
+        let mut m = Mapping::new();
+        m.insert("l".into(), Yaml::Seq(vec![Yaml::Int(1), Yaml::Null]));
+        assert_eq!(
+            to_toml(&Yaml::Map(m)),
+            "toml: cannot encode array with nil element"
+        );
+        // toToml (dict "m" (list (dict "a" 1) 2))
+        let mut a = Mapping::new();
+        a.insert("a".into(), Yaml::Int(1));
+        let mut m = Mapping::new();
+        m.insert("m".into(), Yaml::Seq(vec![Yaml::Map(a), Yaml::Int(2)]));
+        assert_eq!(to_toml(&Yaml::Map(m)), "m = [{a = 1}, 2]\n");
+        // toToml (dict "k" "with \"quote\" and \\ and \t tab" "a b" 1 "" 2
+        //   "n" (dict "x y" (dict "z" 1))
+        //   "arr" (list (dict "a" 1) (dict "b" (list (dict "c" 1)))))
+        let mut z = Mapping::new();
+        z.insert("z".into(), Yaml::Int(1));
+        let mut n = Mapping::new();
+        n.insert("x y".into(), Yaml::Map(z));
+        let mut c = Mapping::new();
+        c.insert("c".into(), Yaml::Int(1));
+        let mut b = Mapping::new();
+        b.insert("b".into(), Yaml::Seq(vec![Yaml::Map(c)]));
+        let mut a = Mapping::new();
+        a.insert("a".into(), Yaml::Int(1));
+        let mut m = Mapping::new();
+        m.insert(
+            "k".into(),
+            Yaml::Str("with \"quote\" and \\ and \t tab".into()),
+        );
+        m.insert("a b".into(), Yaml::Int(1));
+        m.insert(String::new(), Yaml::Int(2));
+        m.insert("n".into(), Yaml::Map(n));
+        m.insert("arr".into(), Yaml::Seq(vec![Yaml::Map(a), Yaml::Map(b)]));
+        assert_eq!(
+            to_toml(&Yaml::Map(m)),
+            "\"\" = 2\n\"a b\" = 1\nk = \"with \\\"quote\\\" and \\\\ and \\t tab\"\n\n[[arr]]\n  a = 1\n\n[[arr]]\n\n  [[arr.b]]\n    c = 1\n\n[n]\n  [n.\"x y\"]\n    z = 1\n"
+        );
+    }
+
+    #[test]
+    fn helm_from_toml() {
+        // fromToml "a = 1\nb = [1, \"x\"]\n[t]\nk = 2020-01-02\n[[arr]]\nx = 1\n[[arr]]\nx = 2.5" | toJson
+        let m = from_toml(
+            "a = 1\nb = [1, \"x\"]\n[t]\nk = 2020-01-02\n[[arr]]\nx = 1\n[[arr]]\nx = 2.5",
+        )
+        .unwrap_or_default();
+        assert_eq!(
+            crate::yaml::to_json(&Yaml::Map(m)).unwrap_or_default(),
+            r#"{"a":1,"arr":[{"x":1},{"x":2.5}],"b":[1,"x"],"t":{"k":"2020-01-02T00:00:00Z"}}"#
+        );
+    }
 
     #[test]
     fn helm_to_toml() {

@@ -362,6 +362,23 @@ pub fn empty(v: &Value) -> bool {
 /// `reflect.DeepEqual` on template values: the Go types must be identical
 /// (`int` 1 and `float64` 1 differ), then contents are compared deeply.
 pub fn deep_equal(a: &Value, b: &Value) -> bool {
+    deep_equal_in(a, b, &mut Vec::new())
+}
+
+/// `visited` holds the container pairs already under comparison; meeting
+/// one again (a cyclic value) counts as equal, as in Go's `deepValueEqual`.
+fn deep_equal_in(a: &Value, b: &Value, visited: &mut Vec<(*const (), *const ())>) -> bool {
+    let pair = match (a, b) {
+        (Value::List(x), Value::List(y)) => Some((Rc::as_ptr(x).cast(), Rc::as_ptr(y).cast())),
+        (Value::Map(x), Value::Map(y)) => Some((Rc::as_ptr(x).cast(), Rc::as_ptr(y).cast())),
+        _ => None,
+    };
+    if let Some(p) = pair {
+        if visited.contains(&p) {
+            return true;
+        }
+        visited.push(p);
+    }
     match (a, b) {
         (Value::Nil, Value::Nil) => true,
         (Value::Bool(x), Value::Bool(y)) => x == y,
@@ -377,7 +394,7 @@ pub fn deep_equal(a: &Value, b: &Value) -> bool {
                     && x.items
                         .iter()
                         .zip(y.items.iter())
-                        .all(|(p, q)| deep_equal(p, q))
+                        .all(|(p, q)| deep_equal_in(p, q, visited))
         }
         (Value::Map(x), Value::Map(y)) => {
             if Rc::ptr_eq(x, y) {
@@ -390,7 +407,7 @@ pub fn deep_equal(a: &Value, b: &Value) -> bool {
             xe.len() == ye.len()
                 && xe
                     .iter()
-                    .all(|(k, v)| ye.get(k).is_some_and(|w| deep_equal(v, w)))
+                    .all(|(k, v)| ye.get(k).is_some_and(|w| deep_equal_in(v, w, visited)))
         }
         (Value::Object(x), Value::Object(y)) => {
             // Pointers to structs: equal when they point to equal values.

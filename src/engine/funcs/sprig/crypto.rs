@@ -843,6 +843,17 @@ mod tests {
         );
     }
 
+    /// Go computes `time.Hour * 24 * time.Duration(days)` in int64
+    /// nanoseconds, which wraps: helm gives 3000000 days a validity of
+    /// about 30 years.
+    #[test]
+    fn validity_wraps_like_go() {
+        let ca = gen_ca(&env(), &[s("x"), Value::Int(3_000_000)]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let t = openssl_text(dir.path(), "ca.pem", &cert_of(&ca).cert);
+        assert!(t.contains("Not After : Nov  8 05:33:24 2056 GMT"), "{t}");
+    }
+
     #[test]
     fn self_signed_with_empty_subject_marks_san_critical() {
         let e = env();

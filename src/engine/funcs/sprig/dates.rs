@@ -84,6 +84,26 @@ impl Object for GoDuration {
     }
 }
 
+/// A `*time.Location`: prints as its name (`Local`, `UTC`, `Europe/Berlin`).
+#[derive(Clone, Debug)]
+struct GoLocation(String);
+
+impl Object for GoLocation {
+    fn type_name(&self) -> &str {
+        "*time.Location"
+    }
+    fn member(&self, name: &str) -> Option<Member> {
+        let s = self.0.clone();
+        (name == "String").then(|| Member::Method(method0(name, move || Value::str(&s))))
+    }
+    fn fmt_v(&self, out: &mut String) {
+        out.push_str(&self.0);
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
 /// `time.Month` and `time.Weekday`: integers that print as their names.
 #[derive(Clone, Copy, Debug)]
 struct NamedInt {
@@ -256,6 +276,19 @@ fn time_method(t: &GoTime, name: &str) -> Option<Method> {
         "Equal" => method1(name, move |a| {
             let u = time_arg(a)?;
             Ok(Value::Bool((t.secs, t.nsec) == (u.secs, u.nsec)))
+        }),
+        "Compare" => method1(name, move |a| {
+            let u = time_arg(a)?;
+            Ok(Value::Int(match (t.secs, t.nsec).cmp(&(u.secs, u.nsec)) {
+                std::cmp::Ordering::Less => -1,
+                std::cmp::Ordering::Equal => 0,
+                std::cmp::Ordering::Greater => 1,
+            }))
+        }),
+        "Truncate" => method1(name, move |a| Ok(time_value(t.truncate(duration_arg(a)?)))),
+        "Round" => method1(name, move |a| Ok(time_value(t.round(duration_arg(a)?)))),
+        "Location" => method0(name, move || {
+            Value::Object(Rc::new(GoLocation(t.loc.name())))
         }),
         "AddDate" => {
             let name = name.to_string();
@@ -691,5 +724,39 @@ mod tests {
             callm("AddDate", &[Value::Int(0), Value::Int(2), Value::Int(0)]),
             "2018-03-03 23:05:00 +0000 UTC"
         );
+
+        // Expected values rendered by helm v3.17.3.
+        let t = to_date(
+            &env(),
+            &[s("2006-01-02 15:04:05.000"), s("2020-01-01 10:29:31.700")],
+        )
+        .unwrap();
+        let Value::Object(o) = &t else { panic!() };
+        let callm = |name: &str, args: &[Value]| {
+            let Some(Member::Method(m)) = o.member(name) else {
+                panic!("{name}")
+            };
+            crate::engine::gofmt::to_string_v(&m(args).unwrap())
+        };
+        let hour = Value::Int(3_600_000_000_000);
+        assert_eq!(
+            callm("Truncate", std::slice::from_ref(&hour)),
+            "2020-01-01 10:00:00 +0000 UTC"
+        );
+        assert_eq!(callm("Round", &[hour]), "2020-01-01 10:00:00 +0000 UTC");
+        assert_eq!(
+            callm("Round", &[Value::Int(1_000_000_000)]),
+            "2020-01-01 10:29:32 +0000 UTC"
+        );
+        assert_eq!(
+            callm("Round", &[Value::Int(0)]),
+            "2020-01-01 10:29:31.7 +0000 UTC"
+        );
+        assert_eq!(
+            callm("Truncate", &[Value::Int(7_000_000_000_000)]),
+            "2020-01-01 09:33:20 +0000 UTC"
+        );
+        assert_eq!(callm("Location", &[]), "Local");
+        assert_eq!(callm("Compare", &[now(&env(), &[]).unwrap()]), "-1");
     }
 }

@@ -15,7 +15,7 @@
 use std::rc::Rc;
 
 use super::conv::strval;
-use super::{arg, arg_str, def, defv};
+use super::{arg, arg_str, def, defv, tail};
 use crate::engine::funcs::{Env, FuncDef, FuncResult, Param};
 use crate::engine::value::{Map, MapKind, Value};
 
@@ -105,7 +105,7 @@ fn unset(_: &Env, a: &[Value]) -> FuncResult {
 fn pluck(_: &Env, a: &[Value]) -> FuncResult {
     let key = arg_str(a, 0);
     Ok(Value::list(
-        a[1.min(a.len())..]
+        tail(a)
             .iter()
             .filter_map(|d| as_map(d).and_then(|m| m.get(key)))
             .collect(),
@@ -125,7 +125,7 @@ fn keys(_: &Env, a: &[Value]) -> FuncResult {
 fn pick(_: &Env, a: &[Value]) -> FuncResult {
     let out = Value::empty_map();
     if let (Some(src), Value::Map(dst)) = (as_map(&arg(a, 0)), &out) {
-        for k in &a[1..] {
+        for k in tail(a) {
             let k = k.as_str().unwrap_or("");
             if let Some(v) = src.get(k) {
                 dst.insert(k, v);
@@ -138,7 +138,7 @@ fn pick(_: &Env, a: &[Value]) -> FuncResult {
 fn omit(_: &Env, a: &[Value]) -> FuncResult {
     let out = Value::empty_map();
     if let (Some(src), Value::Map(dst)) = (as_map(&arg(a, 0)), &out) {
-        let omit: Vec<&str> = a[1..].iter().map(|k| k.as_str().unwrap_or("")).collect();
+        let omit: Vec<&str> = tail(a).iter().map(|k| k.as_str().unwrap_or("")).collect();
         for (k, v) in src.borrow().iter() {
             if !omit.contains(&k.as_ref()) {
                 dst.insert(k.clone(), v.clone());
@@ -150,15 +150,13 @@ fn omit(_: &Env, a: &[Value]) -> FuncResult {
 
 fn merge_all(a: &[Value], overwrite: bool) -> FuncResult {
     let mut dst = arg(a, 0);
-    for src in &a[1.min(a.len())..] {
+    for src in tail(a) {
         let Some(s) = as_map(src) else { continue };
         let d = match as_map(&dst) {
             Some(d) => d,
             None => {
-                if s.is_empty() {
-                    continue;
-                }
-                // mergo makes a new map for a nil destination.
+                // mergo makes a new map for a nil destination (even when
+                // the source is empty but not nil).
                 dst = Value::empty_map();
                 match as_map(&dst) {
                     Some(d) => d,
@@ -344,6 +342,8 @@ mod tests {
             v("mergeOverwrite", &[d(&[("a", s("x"))]), d(&[("a", s(""))])]),
             "map[a:]"
         );
+        assert_eq!(v("merge", &[Value::Nil, d(&[])]), "map[]");
+        assert_eq!(v("merge", &[Value::Nil, d(&[("a", i(1))])]), "map[a:1]");
         let Ok(Value::Map(_)) = call("merge", &[d(&[]), d(&[("k", i(1))])]) else {
             panic!()
         };

@@ -141,6 +141,9 @@ pub fn to_title(c: char) -> char {
         0x1c7..=0x1c9 => '\u{1c8}',
         0x1ca..=0x1cc => '\u{1cb}',
         0x1f1..=0x1f3 => '\u{1f2}',
+        // Georgian Mkhedruli has an uppercase (Mtavruli) form but is its
+        // own title case.
+        0x10d0..=0x10fa | 0x10fd..=0x10ff => c,
         _ => to_upper(c),
     }
 }

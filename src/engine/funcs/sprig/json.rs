@@ -19,7 +19,7 @@ use crate::engine::value::{Entries, Value};
 /// is Go's (`json: unsupported value: NaN`).
 pub fn to_json(v: &Value, escape_html: bool, indent: &str) -> Result<String, String> {
     let mut out = String::new();
-    encode(v, escape_html, indent, 0, &mut out)?;
+    encode(v, escape_html, indent, 0, &mut Vec::new(), &mut out)?;
     Ok(out)
 }
 
@@ -30,11 +30,46 @@ fn newline(indent: &str, depth: usize, out: &mut String) {
     }
 }
 
+/// The identity of a map or slice, for cycle detection.
+fn container_ptr(v: &Value) -> Option<*const ()> {
+    match v {
+        Value::List(l) => Some(Rc::as_ptr(l).cast()),
+        Value::Map(m) => Some(Rc::as_ptr(m).cast()),
+        _ => None,
+    }
+}
+
 fn encode(
     v: &Value,
     html: bool,
     indent: &str,
     depth: usize,
+    ancestors: &mut Vec<*const ()>,
+    out: &mut String,
+) -> Result<(), String> {
+    let Some(p) = container_ptr(v) else {
+        return encode_inner(v, html, indent, depth, ancestors, out);
+    };
+    if ancestors.contains(&p) {
+        // A map or slice containing itself (`set $d "self" $d`): Go detects
+        // the pointer cycle (after 1000 levels) with this error.
+        return Err(format!(
+            "json: unsupported value: encountered a cycle via {}",
+            v.type_name()
+        ));
+    }
+    ancestors.push(p);
+    let r = encode_inner(v, html, indent, depth, ancestors, out);
+    ancestors.pop();
+    r
+}
+
+fn encode_inner(
+    v: &Value,
+    html: bool,
+    indent: &str,
+    depth: usize,
+    ancestors: &mut Vec<*const ()>,
     out: &mut String,
 ) -> Result<(), String> {
     match v {
@@ -63,7 +98,7 @@ fn encode(
                 if !indent.is_empty() {
                     newline(indent, depth + 1, out);
                 }
-                encode(item, html, indent, depth + 1, out)?;
+                encode(item, html, indent, depth + 1, ancestors, out)?;
             }
             if !indent.is_empty() {
                 newline(indent, depth, out);
@@ -89,27 +124,28 @@ fn encode(
                 if !indent.is_empty() {
                     out.push(' ');
                 }
-                encode(item, html, indent, depth + 1, out)?;
+                encode(item, html, indent, depth + 1, ancestors, out)?;
             }
             if !indent.is_empty() {
                 newline(indent, depth, out);
             }
             out.push('}');
         }
-        Value::Object(o) => {
-            // `*semver.Version` marshals as its String(); other objects are
-            // encoded as their printed form.
-            let mut s = String::new();
-            if let Some(ver) = o.as_any().downcast_ref::<super::semver::Version>() {
-                s = ver.to_string();
-            } else {
+        Value::Object(o) => match o.json_value() {
+            // Struct fields or a MarshalJSON result, as the object describes them.
+            Some(jv) => encode(&jv, html, indent, depth, ancestors, out)?,
+            None => {
+                let mut s = String::new();
                 fmt_v(v, &mut s);
+                encode_string(&s, html, out);
             }
-            encode_string(&s, html, out);
-        }
+        },
     }
     Ok(())
 }
+
+/// Go's `maxNestingDepth` for decoding.
+const MAX_DECODE_DEPTH: usize = 10000;
 
 /// Go's `floatEncoder` for float64.
 fn encode_float(f: f64, out: &mut String) -> Result<(), String> {
@@ -173,6 +209,7 @@ pub fn from_json(s: &str) -> Result<Value, String> {
     let mut p = Parser {
         b: s.as_bytes(),
         pos: 0,
+        depth: 0,
     };
     p.ws();
     let v = p.value()?;
@@ -183,9 +220,24 @@ pub fn from_json(s: &str) -> Result<Value, String> {
     Ok(v)
 }
 
+/// The JSON kind of a decoded value as Go's `UnmarshalTypeError` names it
+/// ("json: cannot unmarshal array into Go value of type map[string]interface
+/// {}", which Helm's `fromJson` reports for non-objects).
+pub fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Nil => "null",
+        Value::Bool(_) => "bool",
+        Value::Int(_) | Value::I64(_) | Value::U64(_) | Value::Float(_) => "number",
+        Value::Str(_) | Value::Bytes(_) => "string",
+        Value::List(_) => "array",
+        Value::Map(_) | Value::Object(_) => "object",
+    }
+}
+
 struct Parser<'a> {
     b: &'a [u8],
     pos: usize,
+    depth: usize,
 }
 
 const EOF: &str = "unexpected end of JSON input";
@@ -213,6 +265,16 @@ impl Parser<'_> {
         }
     }
 
+    /// The error for the character at `pos` in a state where the input may
+    /// not end: Go's scanner feeds a space at end of input, so a truncated
+    /// number, literal or escape reports `invalid character ' ' …`.
+    fn invalid_at_eof_too(&self, context: &str) -> String {
+        if self.pos >= self.b.len() {
+            return format!("invalid character ' ' {context}");
+        }
+        self.invalid(context)
+    }
+
     /// "invalid character X CONTEXT" for the character at `pos`, or the
     /// end-of-input error.
     fn invalid(&self, context: &str) -> String {
@@ -227,8 +289,21 @@ impl Parser<'_> {
     fn value(&mut self) -> Result<Value, String> {
         match self.peek() {
             None => Err(EOF.into()),
-            Some(b'{') => self.object(),
-            Some(b'[') => self.array(),
+            Some(b'{' | b'[') if self.depth >= MAX_DECODE_DEPTH => {
+                Err(self.invalid("exceeded max depth"))
+            }
+            Some(b'{') => {
+                self.depth += 1;
+                let v = self.object();
+                self.depth -= 1;
+                v
+            }
+            Some(b'[') => {
+                self.depth += 1;
+                let v = self.array();
+                self.depth -= 1;
+                v
+            }
             Some(b'"') => Ok(Value::string(self.string()?)),
             Some(b't') => self.literal("true", Value::Bool(true)),
             Some(b'f') => self.literal("false", Value::Bool(false)),
@@ -243,13 +318,12 @@ impl Parser<'_> {
         for expect in word.bytes().skip(1) {
             match self.peek() {
                 Some(c) if c == expect => self.pos += 1,
-                Some(_) => {
-                    return Err(self.invalid(&format!(
+                _ => {
+                    return Err(self.invalid_at_eof_too(&format!(
                         "in literal {word} (expecting {})",
                         quote_char(expect as char)
                     )));
                 }
-                None => return Err(EOF.into()),
             }
         }
         Ok(v)
@@ -261,8 +335,7 @@ impl Parser<'_> {
             self.pos += 1;
             match self.peek() {
                 Some(b'0'..=b'9') => {}
-                None => return Err(EOF.into()),
-                Some(_) => return Err(self.invalid("in numeric literal")),
+                _ => return Err(self.invalid_at_eof_too("in numeric literal")),
             }
         }
         if self.peek() == Some(b'0') {
@@ -276,8 +349,7 @@ impl Parser<'_> {
             self.pos += 1;
             match self.peek() {
                 Some(b'0'..=b'9') => {}
-                None => return Err(EOF.into()),
-                Some(_) => return Err(self.invalid("after decimal point in numeric literal")),
+                _ => return Err(self.invalid_at_eof_too("after decimal point in numeric literal")),
             }
             while let Some(b'0'..=b'9') = self.peek() {
                 self.pos += 1;
@@ -290,8 +362,7 @@ impl Parser<'_> {
             }
             match self.peek() {
                 Some(b'0'..=b'9') => {}
-                None => return Err(EOF.into()),
-                Some(_) => return Err(self.invalid("in exponent of numeric literal")),
+                _ => return Err(self.invalid_at_eof_too("in exponent of numeric literal")),
             }
             while let Some(b'0'..=b'9') = self.peek() {
                 self.pos += 1;
@@ -321,7 +392,7 @@ impl Parser<'_> {
                 b'\\' => {
                     self.pos += 1;
                     let Some(e) = self.peek() else {
-                        return Err(EOF.into());
+                        return Err(self.invalid_at_eof_too("in string escape code"));
                     };
                     self.pos += 1;
                     match e {
@@ -383,8 +454,7 @@ impl Parser<'_> {
                     r = r * 16 + (c as char).to_digit(16).unwrap_or(0);
                     self.pos += 1;
                 }
-                Some(_) => return Err(self.invalid("in \\u hexadecimal character escape")),
-                None => return Err(EOF.into()),
+                _ => return Err(self.invalid_at_eof_too("in \\u hexadecimal character escape")),
             }
         }
         Ok(r)
@@ -517,9 +587,60 @@ mod tests {
             from_json("01").unwrap_err(),
             "invalid character '1' after top-level value"
         );
+        // Go's scanner feeds a space at end of input.
         assert_eq!(
             from_json("tru").unwrap_err(),
+            "invalid character ' ' in literal true (expecting 'e')"
+        );
+        assert_eq!(
+            from_json("[1,]").unwrap_err(),
+            "invalid character ']' looking for beginning of value"
+        );
+        assert_eq!(
+            from_json(r#"{"a":1,}"#).unwrap_err(),
+            "invalid character '}' looking for beginning of object key string"
+        );
+        assert_eq!(
+            from_json("1.").unwrap_err(),
+            "invalid character ' ' after decimal point in numeric literal"
+        );
+        assert_eq!(
+            from_json("-").unwrap_err(),
+            "invalid character ' ' in numeric literal"
+        );
+        assert_eq!(
+            from_json("nul").unwrap_err(),
+            "invalid character ' ' in literal null (expecting 'l')"
+        );
+        assert_eq!(
+            from_json("nulx").unwrap_err(),
+            "invalid character 'x' in literal null (expecting 'l')"
+        );
+        assert_eq!(
+            from_json(r#""\u12""#).unwrap_err(),
+            r#"invalid character '"' in \u hexadecimal character escape"#
+        );
+        assert_eq!(
+            from_json(r#""\"#).unwrap_err(),
+            "invalid character ' ' in string escape code"
+        );
+        assert_eq!(
+            from_json("\"a").unwrap_err(),
             "unexpected end of JSON input"
+        );
+        assert_eq!(
+            from_json(r#"{"a" : 1} x"#).unwrap_err(),
+            "invalid character 'x' after top-level value"
+        );
+        assert_eq!(from_json(" ").unwrap_err(), "unexpected end of JSON input");
+        assert_eq!(
+            from_json("1e400").unwrap_err(),
+            "json: cannot unmarshal number 1e400 into Go value of type float64"
+        );
+        let v = from_json(r#"["\ud83d\ude00", "\ud800", 1E2, -0, 0.5e-3]"#).unwrap_or_default();
+        assert_eq!(
+            to_json(&v, true, "").unwrap_or_default(),
+            "[\"😀\",\"\u{fffd}\",100,-0,0.0005]"
         );
         assert_eq!(
             from_json("trux").unwrap_err(),
@@ -533,6 +654,28 @@ mod tests {
             from_json("-x").unwrap_err(),
             "invalid character 'x' in numeric literal"
         );
+    }
+
+    #[test]
+    fn cycles_and_depth() {
+        let m = Value::empty_map();
+        if let Value::Map(inner) = &m {
+            inner.insert("self", m.clone());
+        }
+        assert_eq!(
+            to_json(&m, true, "").unwrap_err(),
+            "json: unsupported value: encountered a cycle via map[string]interface {}"
+        );
+        if let Value::Map(inner) = &m {
+            inner.remove("self");
+        }
+        // Go's nesting limit; run with a main-thread-sized stack.
+        let t = std::thread::Builder::new().stack_size(64 << 20).spawn(|| {
+            let deep = "[".repeat(10001);
+            from_json(&deep).unwrap_err()
+        });
+        let msg = t.ok().and_then(|h| h.join().ok()).unwrap_or_default();
+        assert_eq!(msg, "invalid character '[' exceeded max depth");
     }
 
     #[test]

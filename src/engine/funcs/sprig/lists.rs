@@ -6,7 +6,7 @@
 use std::rc::Rc;
 
 use super::conv::{deep_equal, empty, is_slice, kind_of, slice_items, to_int};
-use super::{NIL_DEREF, arg, arg_int, def, defv};
+use super::{NIL_DEREF, arg, arg_int, def, defv, tail};
 use crate::engine::funcs::{Env, FuncDef, FuncResult, Param};
 use crate::engine::value::{List, Value};
 
@@ -110,7 +110,7 @@ fn uniq(_: &Env, a: &[Value]) -> FuncResult {
 
 fn without(_: &Env, a: &[Value]) -> FuncResult {
     let items = items_of(&arg(a, 0), "Cannot find without on type")?;
-    let omit = &a[1.min(a.len())..];
+    let omit = tail(a);
     Ok(Value::list(
         items
             .into_iter()

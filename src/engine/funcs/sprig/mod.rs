@@ -17,6 +17,8 @@ pub mod json;
 pub mod lists;
 pub mod misc;
 pub mod numeric;
+#[cfg(test)]
+mod oracle_tests;
 pub mod random;
 pub mod regex;
 pub mod semver;
@@ -83,6 +85,11 @@ pub(crate) fn arg_int(args: &[Value], i: usize) -> i64 {
         Some(Value::Int(n) | Value::I64(n)) => *n,
         _ => 0,
     }
+}
+
+/// The arguments after the first (the variadic rest of `f(a, rest...)`).
+pub(crate) fn tail(args: &[Value]) -> &[Value] {
+    args.get(1..).unwrap_or(&[])
 }
 
 /// Argument `i` as an `interface {}` (nil when absent).

@@ -13,7 +13,7 @@ use std::str::FromStr;
 use rust_decimal::{Decimal, RoundingStrategy};
 
 use super::conv::{ParseIntError, atoi, int_list, parse_int, to_float64, to_int, to_int64};
-use super::{arg, arg_int, arg_str, def, defv};
+use super::{arg, arg_int, arg_str, def, defv, tail};
 use crate::engine::funcs::{Env, FuncDef, FuncResult, Param};
 use crate::engine::gofmt::to_string_v;
 use crate::engine::value::Value;
@@ -80,7 +80,7 @@ pub const FUNCS: &[FuncDef] = &[
     }),
     defv("mul", &[Any], Any, |_, a| {
         Ok(Value::I64(
-            a[1..]
+            tail(a)
                 .iter()
                 .fold(to_int64(&arg(a, 0)), |acc, v| acc.wrapping_mul(to_int64(v))),
         ))
@@ -92,19 +92,19 @@ pub const FUNCS: &[FuncDef] = &[
         decimal_op(&Value::Float(0.0), a, Op::Add)
     }),
     defv("subf", &[Any], Any, |_, a| {
-        decimal_op(&arg(a, 0), &a[1..], Op::Sub)
+        decimal_op(&arg(a, 0), tail(a), Op::Sub)
     }),
     defv("divf", &[Any], Any, |_, a| {
-        decimal_op(&arg(a, 0), &a[1..], Op::Div)
+        decimal_op(&arg(a, 0), tail(a), Op::Div)
     }),
     defv("mulf", &[Any], Any, |_, a| {
-        decimal_op(&arg(a, 0), &a[1..], Op::Mul)
+        decimal_op(&arg(a, 0), tail(a), Op::Mul)
     }),
     defv("biggest", &[Any], Any, max),
     defv("max", &[Any], Any, max),
     defv("min", &[Any], Any, |_, a| {
         Ok(Value::I64(
-            a[1..]
+            tail(a)
                 .iter()
                 .map(to_int64)
                 .fold(to_int64(&arg(a, 0)), i64::min),
@@ -112,7 +112,7 @@ pub const FUNCS: &[FuncDef] = &[
     }),
     defv("maxf", &[Any], Any, |_, a| {
         Ok(Value::Float(
-            a[1..]
+            tail(a)
                 .iter()
                 .map(to_float64)
                 .fold(to_float64(&arg(a, 0)), go_max),
@@ -120,7 +120,7 @@ pub const FUNCS: &[FuncDef] = &[
     }),
     defv("minf", &[Any], Any, |_, a| {
         Ok(Value::Float(
-            a[1..]
+            tail(a)
                 .iter()
                 .map(to_float64)
                 .fold(to_float64(&arg(a, 0)), go_min),
@@ -137,7 +137,7 @@ pub const FUNCS: &[FuncDef] = &[
 
 fn max(_: &Env, a: &[Value]) -> FuncResult {
     Ok(Value::I64(
-        a[1..]
+        tail(a)
             .iter()
             .map(to_int64)
             .fold(to_int64(&arg(a, 0)), i64::max),
@@ -288,53 +288,51 @@ fn decimal_from_f64(f: f64) -> Option<Decimal> {
 /// Sprig's `execDecimalOp`.
 fn decimal_op(first: &Value, rest: &[Value], op: Op) -> FuncResult {
     let fa = to_float64(first);
-    let Some(mut acc) = decimal_from_f64(fa) else {
-        // shopspring panics on NaN/Inf ("Cannot create a Decimal from NaN").
-        return Err(nonfinite_msg(fa));
-    };
-    for v in rest {
-        let fx = to_float64(v);
-        let Some(x) = decimal_from_f64(fx) else {
-            return Err(nonfinite_msg(fx));
-        };
-        let r = match op {
-            Op::Add => acc.checked_add(x),
-            Op::Sub => acc.checked_sub(x),
-            Op::Mul => acc.checked_mul(x),
-            Op::Div => {
-                if x.is_zero() {
-                    return Err("decimal division by zero".into());
-                }
-                acc.checked_div(x)
-                    .map(|q| q.round_dp_with_strategy(16, RoundingStrategy::MidpointAwayFromZero))
-            }
-        };
-        acc = match r {
-            Some(d) => d,
-            // Beyond rust_decimal's 28 digits: fall back to float64.
-            None => {
-                let (p, q) = (acc.to_string().parse::<f64>().unwrap_or(0.0), fx);
-                let f = match op {
-                    Op::Add => p + q,
-                    Op::Sub => p - q,
-                    Op::Mul => p * q,
-                    Op::Div => p / q,
-                };
-                return Ok(Value::Float(f));
-            }
-        };
+    let xs: Vec<f64> = rest.iter().map(to_float64).collect();
+    if let Some(bad) = std::iter::once(fa)
+        .chain(xs.iter().copied())
+        .find(|f| !f.is_finite())
+    {
+        // shopspring's NewFromFloat panics on NaN and ±Inf.
+        return Err(format!(
+            "Cannot create a Decimal from {}",
+            crate::engine::gofmt::to_string_v(&Value::Float(bad))
+        ));
     }
-    Ok(Value::Float(acc.to_string().parse::<f64>().unwrap_or(0.0)))
+    if op_is_div_by_zero(&xs, op) {
+        return Err("decimal division by 0".into());
+    }
+    match exact_decimal_op(fa, &xs, op) {
+        Some(f) => Ok(Value::Float(f)),
+        // Beyond rust_decimal's range (28 digits, |x| < 7.9e28) shopspring
+        // would still be exact; float64 arithmetic is the closest we get.
+        None => Ok(Value::Float(xs.iter().fold(fa, |acc, &x| match op {
+            Op::Add => acc + x,
+            Op::Sub => acc - x,
+            Op::Mul => acc * x,
+            Op::Div => acc / x,
+        }))),
+    }
 }
 
-fn nonfinite_msg(f: f64) -> String {
-    if f.is_nan() {
-        "Cannot create a Decimal from NaN".into()
-    } else if f > 0.0 {
-        "Cannot create a Decimal from +Inf".into()
-    } else {
-        "Cannot create a Decimal from -Inf".into()
+fn op_is_div_by_zero(xs: &[f64], op: Op) -> bool {
+    matches!(op, Op::Div) && xs.contains(&0.0)
+}
+
+fn exact_decimal_op(fa: f64, xs: &[f64], op: Op) -> Option<f64> {
+    let mut acc = decimal_from_f64(fa)?;
+    for &fx in xs {
+        let x = decimal_from_f64(fx)?;
+        acc = match op {
+            Op::Add => acc.checked_add(x)?,
+            Op::Sub => acc.checked_sub(x)?,
+            Op::Mul => acc.checked_mul(x)?,
+            Op::Div => acc
+                .checked_div(x)?
+                .round_dp_with_strategy(16, RoundingStrategy::MidpointAwayFromZero),
+        };
     }
+    acc.to_string().parse::<f64>().ok()
 }
 
 #[cfg(test)]
@@ -376,6 +374,17 @@ mod tests {
         assert_eq!(v("round", &[f(-2.5), i(0)]), "-3");
         assert_eq!(v("floor", &[s("1.7")]), "1");
         assert_eq!(v("ceil", &[f(1.2)]), "2");
+        assert_eq!(err("divf", &[i(1), i(0)]), "decimal division by 0");
+        assert_eq!(v("addf", &[f(1e30), i(1)]), "1e+30");
+        assert_eq!(v("mulf", &[f(1e200), f(1e200)]), "+Inf");
+        assert_eq!(v("subf", &[f(1e-10), f(1e-11)]), "9e-11");
+        assert_eq!(v("divf", &[i(1), i(7)]), "0.1428571428571429");
+        assert_eq!(v("divf", &[i(10), i(3)]), "3.3333333333333335");
+        assert_eq!(v("mulf", &[f(1.1), f(1.1)]), "1.21");
+        assert_eq!(
+            v("mulf", &[f(123456789.123), f(987654321.987)]),
+            "1.219326313559686e+17"
+        );
     }
 
     #[test]

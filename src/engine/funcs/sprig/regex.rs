@@ -13,6 +13,9 @@
 //! patterns are mapped to Go's codes (`missing closing )`, …) but the quoted
 //! fragment may differ from Go's for complex patterns.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use regex::Regex;
 
 use super::conv::string_list;
@@ -97,10 +100,25 @@ pub const FUNCS: &[FuncDef] = &[
     }),
 ];
 
-/// Go's `regexp.Compile`, with Go-style error text.
+/// Go's `regexp.Compile`, with Go-style error text. Compiled patterns are
+/// cached per thread: charts call `regexReplaceAll` inside loops.
 pub fn compile(expr: &str) -> Result<Regex, String> {
+    thread_local! {
+        static CACHE: RefCell<HashMap<String, Regex>> = RefCell::new(HashMap::new());
+    }
+    if let Some(re) = CACHE.with(|c| c.borrow().get(expr).cloned()) {
+        return Ok(re);
+    }
     let translated = translate(expr)?;
-    Regex::new(&translated).map_err(|_| go_error(expr, &translated))
+    let re = Regex::new(&translated).map_err(|_| go_error(expr, &translated))?;
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= 512 {
+            c.clear();
+        }
+        c.insert(expr.to_string(), re.clone());
+    });
+    Ok(re)
 }
 
 /// regexp's `quote`: backquoted when `strconv.CanBackquote` allows it.
@@ -143,6 +161,7 @@ fn go_error(orig: &str, translated: &str) -> String {
             translated.get(span.start.offset..).unwrap_or(orig),
         ),
         K::ClassRangeInvalid => err("invalid character class range", frag),
+        K::UnsupportedBackreference => err("invalid escape sequence", frag),
         K::EscapeUnrecognized
         | K::EscapeUnexpectedEof
         | K::EscapeHexInvalid
@@ -213,6 +232,7 @@ fn translate(expr: &str) -> Result<String, String> {
                     };
                     i += 1;
                     match n {
+                        '0'..='7' if octal_escape(&chars, &mut i, &mut out) => {}
                         'd' => out.push_str("0-9"),
                         'w' => out.push_str("0-9A-Za-z_"),
                         's' => out.push_str("\\t\\n\\f\\r "),
@@ -297,6 +317,7 @@ fn translate(expr: &str) -> Result<String, String> {
                     'S' => out.push_str("[^\\t\\n\\f\\r ]"),
                     'b' => out.push_str("(?-u:\\b)"),
                     'B' => out.push_str("(?-u:\\B)"),
+                    '0'..='7' if octal_escape(&chars, &mut i, &mut out) => {}
                     'Q' => {
                         let rest: String = chars[i + 1..].iter().collect();
                         let (lit, consumed) = match rest.find("\\E") {
@@ -318,6 +339,27 @@ fn translate(expr: &str) -> Result<String, String> {
         i += 1;
     }
     Ok(out)
+}
+
+/// Go's octal escapes: `\0`, `\0NN`, `\NNN` (a lone `\1`…`\7` is a
+/// backreference, which Go rejects). `chars[*i]` is the first digit; on
+/// success the escape is written as `\x{…}` and `*i` left on its last digit.
+fn octal_escape(chars: &[char], i: &mut usize, out: &mut String) -> bool {
+    let first = chars[*i];
+    let is_oct = |c: Option<&char>| c.is_some_and(|c| ('0'..='7').contains(c));
+    if first != '0' && !is_oct(chars.get(*i + 1)) {
+        return false;
+    }
+    let mut r = first as u32 - '0' as u32;
+    for _ in 1..3 {
+        if !is_oct(chars.get(*i + 1)) {
+            break;
+        }
+        *i += 1;
+        r = r * 8 + (chars[*i] as u32 - '0' as u32);
+    }
+    out.push_str(&format!("\\x{{{r:x}}}"));
+    true
 }
 
 /// Whether `{…` starts a valid Go repeat count `{n}`, `{n,}`, `{n,m}`;
@@ -419,9 +461,7 @@ fn replace_all(re: &Regex, src: &str, repl: &str, expand: bool) -> String {
         buf.push_str(&src[last_end..ms]);
         if me > last_end || ms == 0 {
             if expand {
-                if let Some(caps) = re.captures_at(src, search) {
-                    caps.expand(repl, &mut buf);
-                }
+                go_expand(re, &mut buf, repl, src, &locs);
             } else {
                 buf.push_str(repl);
             }
@@ -438,6 +478,77 @@ fn replace_all(re: &Regex, src: &str, repl: &str, expand: bool) -> String {
     }
     buf.push_str(&src[last_end.min(src.len())..]);
     buf
+}
+
+/// Go's `Regexp.expand`: `$1`, `$name`, `${name}`, `$$`; a malformed
+/// reference is copied literally and an unknown group expands to nothing.
+fn go_expand(
+    re: &Regex,
+    dst: &mut String,
+    template: &str,
+    src: &str,
+    locs: &regex::CaptureLocations,
+) {
+    let mut t = template;
+    while let Some(at) = t.find('$') {
+        dst.push_str(&t[..at]);
+        t = &t[at + 1..];
+        if let Some(rest) = t.strip_prefix('$') {
+            dst.push('$');
+            t = rest;
+            continue;
+        }
+        let Some((name, num, rest)) = extract(t) else {
+            dst.push('$');
+            continue;
+        };
+        t = rest;
+        let group = match num {
+            Some(n) => Some(n),
+            None => re.capture_names().position(|g| g == Some(name)),
+        };
+        if let Some((b, e)) = group.and_then(|g| locs.get(g)) {
+            dst.push_str(&src[b..e]);
+        }
+    }
+    dst.push_str(t);
+}
+
+/// Go's `extract`: the group reference at the start of `s` (after `$`):
+/// its name, its number if it is one, and the rest of the template.
+fn extract(s: &str) -> Option<(&str, Option<usize>, &str)> {
+    let (brace, body) = match s.strip_prefix('{') {
+        Some(b) => (true, b),
+        None => (false, s),
+    };
+    let len: usize = body
+        .chars()
+        .take_while(|&c| {
+            super::gounicode::is_letter(c) || super::gounicode::is_digit(c) || c == '_'
+        })
+        .map(char::len_utf8)
+        .sum();
+    if len == 0 {
+        return None;
+    }
+    let name = &body[..len];
+    let mut rest = &body[len..];
+    if brace {
+        rest = rest.strip_prefix('}')?;
+    }
+    let mut num: Option<usize> = Some(0);
+    for c in name.bytes() {
+        num = match num {
+            Some(n) if c.is_ascii_digit() && n < 100_000_000 => {
+                Some(n * 10 + usize::from(c - b'0'))
+            }
+            _ => None,
+        };
+    }
+    if name.starts_with('0') && name.len() > 1 {
+        num = None;
+    }
+    Some((name, num, rest))
 }
 
 /// Go's `regexp.QuoteMeta`.
@@ -465,6 +576,12 @@ mod tests {
         assert_eq!(v("regexMatch", &[s("[[]"), s("[")]), "true");
         assert_eq!(v("regexMatch", &[s("\\Qa.b\\E"), s("a.b")]), "true");
         assert_eq!(v("regexMatch", &[s("x{"), s("x{")]), "true");
+        assert_eq!(v("regexMatch", &[s("^\\101\\0$"), s("A\0")]), "true");
+        assert_eq!(v("regexMatch", &[s("[\\060-\\071]"), s("5")]), "true");
+        assert_eq!(
+            err("mustRegexMatch", &[s("\\1"), s("x")]),
+            "error parsing regexp: invalid escape sequence: `\\1`"
+        );
     }
 
     #[test]

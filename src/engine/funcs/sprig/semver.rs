@@ -228,8 +228,53 @@ fn compare_pre_part(s: &str, o: &str) -> Ordering {
     }
 }
 
+/// A `semver.Version` *value* (what `IncMajor`, `SetPrerelease` … return):
+/// only the value-receiver methods are reachable on it, so templates get
+/// Go's "can't evaluate field Original in type semver.Version".
+#[derive(Clone, Debug)]
+pub struct VersionValue(pub Version);
+
+const VALUE_METHODS: &[&str] = &[
+    "Major",
+    "Minor",
+    "Patch",
+    "Prerelease",
+    "Metadata",
+    "String",
+    "IncPatch",
+    "IncMinor",
+    "IncMajor",
+    "SetPrerelease",
+    "SetMetadata",
+];
+
+impl Object for VersionValue {
+    fn type_name(&self) -> &str {
+        "semver.Version"
+    }
+    fn kind_name(&self) -> &str {
+        "struct"
+    }
+    fn member(&self, name: &str) -> Option<Member> {
+        if VALUE_METHODS.contains(&name) {
+            self.0.member(name)
+        } else {
+            None
+        }
+    }
+    fn fmt_v(&self, out: &mut String) {
+        out.push_str(&self.0.to_string());
+    }
+    fn json_value(&self) -> Option<Value> {
+        Some(Value::string(self.0.to_string()))
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
 fn version_value(v: Version) -> Value {
-    Value::Object(Rc::new(v))
+    Value::Object(Rc::new(VersionValue(v)))
 }
 
 /// The `*semver.Version` argument of a method (Go would refuse anything
@@ -342,6 +387,10 @@ impl Object for Version {
     fn fmt_v(&self, out: &mut String) {
         // Version has a value-receiver String(), so %v prints it.
         out.push_str(&self.to_string());
+    }
+    fn json_value(&self) -> Option<Value> {
+        // MarshalJSON: the String() form.
+        Some(Value::string(self.to_string()))
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -628,6 +677,15 @@ mod tests {
         let Some(Member::Method(m)) = o.member("Original") else {
             panic!()
         };
+        let Some(Member::Method(inc)) = o.member("IncMajor") else {
+            panic!()
+        };
+        let Ok(Value::Object(next)) = inc(&[]) else {
+            panic!()
+        };
+        assert_eq!(next.type_name(), "semver.Version");
+        assert!(next.member("Original").is_none());
+        assert!(next.member("Major").is_some());
         assert_eq!(
             m(&[])
                 .ok()

@@ -592,19 +592,20 @@ pub fn to_pascal_case(s: &str) -> String {
     let mut out = String::new();
     let mut r0 = '\0';
     let mut first_upper = false;
-    let mut found = false;
     for c in chars.by_ref() {
+        r0 = c;
         if !is_connector(c) {
             first_upper = is_upper(c);
             r0 = to_upper(c);
-            found = true;
             break;
         }
         out.push(c);
     }
     let rest: Vec<char> = chars.collect();
     if rest.is_empty() {
-        if found {
+        // xstrings writes the last rune read once more, even when it was a
+        // connector already copied ("-" gives "--").
+        if !s.is_empty() {
             out.push(r0);
         }
         return out;

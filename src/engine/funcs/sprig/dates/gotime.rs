@@ -224,7 +224,7 @@ impl GoTime {
     /// wall-clock terms.
     fn local(&self) -> (String, i32, i64) {
         let (name, offset) = self.loc.zone_at(self.secs);
-        (name, offset, self.secs + i64::from(offset))
+        (name, offset, self.secs.wrapping_add(i64::from(offset)))
     }
 
     /// The civil fields in the time's own location.
@@ -246,22 +246,30 @@ impl GoTime {
         nsec: i64,
         loc: Location,
     ) -> Self {
-        let m0 = month - 1;
-        let year = year + m0.div_euclid(12);
+        // Wrapping arithmetic: absurd field values (from `AddDate`) give a
+        // meaningless time, as in Go, rather than a panic.
+        let m0 = month.wrapping_sub(1);
+        let year = year.wrapping_add(m0.div_euclid(12));
         let month = m0.rem_euclid(12) + 1;
-        let sec = sec + nsec.div_euclid(NANOS_PER_SEC);
+        let sec = sec.wrapping_add(nsec.div_euclid(NANOS_PER_SEC));
         let nsec = nsec.rem_euclid(NANOS_PER_SEC);
-        let days = days_from_civil(year, month, 1) + day - 1;
-        let local = days * SECS_PER_DAY + hour * 3600 + min * 60 + sec;
+        let days = days_from_civil(year, month, 1)
+            .wrapping_add(day)
+            .wrapping_sub(1);
+        let local = days
+            .wrapping_mul(SECS_PER_DAY)
+            .wrapping_add(hour.wrapping_mul(3600))
+            .wrapping_add(min.wrapping_mul(60))
+            .wrapping_add(sec);
         // Go's Date: look up the offset treating the wall time as UTC, and
         // if the corrected instant falls in another zone period, use that
         // period's offset instead.
         let (_, off1) = loc.zone_at(local);
-        let mut unix = local - i64::from(off1);
+        let mut unix = local.wrapping_sub(i64::from(off1));
         if off1 != 0 {
             let (_, off2) = loc.zone_at(unix);
             if off2 != off1 {
-                unix = local - i64::from(off2);
+                unix = local.wrapping_sub(i64::from(off2));
             }
         }
         GoTime {
@@ -272,13 +280,52 @@ impl GoTime {
         }
     }
 
+    /// The remainder of the time since the zero time modulo `d` (Go's
+    /// `div`, for `d > 0`).
+    fn rem_since_zero(&self, d: i64) -> i64 {
+        let since = (i128::from(self.secs) - i128::from(ZERO_TIME_SECS))
+            * i128::from(NANOS_PER_SEC)
+            + i128::from(self.nsec);
+        since.rem_euclid(i128::from(d)) as i64
+    }
+
+    /// `t.Truncate(d)`: rounded down to a multiple of `d` since the zero
+    /// time; drops the monotonic reading.
+    pub fn truncate(&self, d: i64) -> Self {
+        let mut t = GoTime {
+            mono: None,
+            ..self.clone()
+        };
+        if d > 0 {
+            t = t.add(-self.rem_since_zero(d));
+        }
+        t
+    }
+
+    /// `t.Round(d)`: halfway values round up.
+    pub fn round(&self, d: i64) -> Self {
+        let t = GoTime {
+            mono: None,
+            ..self.clone()
+        };
+        if d <= 0 {
+            return t;
+        }
+        let r = self.rem_since_zero(d);
+        if (r as u64).wrapping_add(r as u64) < d as u64 {
+            t.add(-r)
+        } else {
+            t.add(d - r)
+        }
+    }
+
     /// `t.AddDate(years, months, days)`.
     pub fn add_date(&self, years: i64, months: i64, days: i64) -> Self {
         let c = self.civil();
         GoTime::date(
-            c.year + years,
-            c.month + months,
-            c.day + days,
+            c.year.wrapping_add(years),
+            c.month.wrapping_add(months),
+            c.day.wrapping_add(days),
             c.hour,
             c.min,
             c.sec,
@@ -357,6 +404,12 @@ impl GoTime {
         b
     }
 
+    /// Go's `Time.MarshalJSON`/`MarshalText` form (RFC 3339 with
+    /// nanoseconds, trailing zeros dropped), what `toJson` and `toYaml` write.
+    pub fn rfc3339_nano(&self) -> String {
+        self.format("2006-01-02T15:04:05.999999999Z07:00")
+    }
+
     /// Go's `Time.String()`: the `2006-01-02 15:04:05.999999999 -0700 MST`
     /// layout plus ` m=±s.nnnnnnnnn` when a monotonic reading is present.
     pub fn go_string(&self) -> String {
@@ -418,25 +471,32 @@ impl Civil {
 /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
 /// algorithm); `day` may run past the month's end.
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
+    let y = if m <= 2 { y.wrapping_sub(1) } else { y };
     let era = y.div_euclid(400);
-    let yoe = y - era * 400;
+    let yoe = y.rem_euclid(400);
     let mp = (m + 9) % 12;
     let doy = (153 * mp + 2) / 5;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468 + (d - 1)
+    era.wrapping_mul(146_097)
+        .wrapping_add(doe - 719_468)
+        .wrapping_add(d.wrapping_sub(1))
 }
 
 fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
+    let z = z.wrapping_add(719_468);
     let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
+    let doe = z.rem_euclid(146_097);
     let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
     let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
     let mp = (5 * doy + 2) / 153;
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
+    (
+        yoe.wrapping_add(era.wrapping_mul(400))
+            .wrapping_add(i64::from(m <= 2)),
+        m,
+        d,
+    )
 }
 
 fn is_leap(y: i64) -> bool {
@@ -1062,18 +1122,18 @@ pub fn parse_in_location(layout: &str, value: &str, loc: Location) -> Result<GoT
                         if vb.len() < 6 || vb[3] != b':' {
                             return None;
                         }
-                        (&value[..1], value.get(1..3)?, value.get(4..6)?, "00", 6)
+                        (value.get(..1)?, value.get(1..3)?, value.get(4..6)?, "00", 6)
                     } else if st.short {
                         if vb.len() < 3 {
                             return None;
                         }
-                        (&value[..1], value.get(1..3)?, "00", "00", 3)
+                        (value.get(..1)?, value.get(1..3)?, "00", "00", 3)
                     } else if st.colon && st.seconds {
                         if vb.len() < 9 || vb[3] != b':' || vb[6] != b':' {
                             return None;
                         }
                         (
-                            &value[..1],
+                            value.get(..1)?,
                             value.get(1..3)?,
                             value.get(4..6)?,
                             value.get(7..9)?,
@@ -1084,7 +1144,7 @@ pub fn parse_in_location(layout: &str, value: &str, loc: Location) -> Result<GoT
                             return None;
                         }
                         (
-                            &value[..1],
+                            value.get(..1)?,
                             value.get(1..3)?,
                             value.get(3..5)?,
                             value.get(5..7)?,
@@ -1094,7 +1154,7 @@ pub fn parse_in_location(layout: &str, value: &str, loc: Location) -> Result<GoT
                         if vb.len() < 5 {
                             return None;
                         }
-                        (&value[..1], value.get(1..3)?, value.get(3..5)?, "00", 5)
+                        (value.get(..1)?, value.get(1..3)?, value.get(3..5)?, "00", 5)
                     };
                     value = value.get(n..)?;
                     let hr = getnum(hh, true)?.0;
@@ -1630,6 +1690,23 @@ mod tests {
             duration_round(-1_500_000_000, NANOS_PER_SEC),
             -2 * NANOS_PER_SEC
         );
+    }
+
+    #[test]
+    fn hostile_input_does_not_panic() {
+        assert!(parse_in_location("-0700", "ü0000", Location::Utc).is_err());
+        assert!(parse_in_location("Jan", "Jü", Location::Utc).is_err());
+        assert!(parse_in_location("2006 MST", "2006 ÜÜÜ", Location::Utc).is_err());
+        let berlin = load_location("Europe/Berlin").unwrap();
+        let far = GoTime {
+            secs: i64::MAX,
+            nsec: 0,
+            loc: berlin,
+            mono: None,
+        };
+        let _ = far.go_string();
+        let _ = far.add_date(i64::MAX, i64::MIN, i64::MAX).go_string();
+        let _ = far.add(i64::MAX).sub(&GoTime::zero());
     }
 
     #[test]

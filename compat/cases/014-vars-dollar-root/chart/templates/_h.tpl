@@ -1,0 +1,1 @@
+{{ define "inner" }}[{{ $.a }}|{{ .a }}|{{ $.Release }}]{{ end }}

@@ -1,0 +1,1 @@
+{{ define "blk" }}OVERRIDDEN{{ end }}

@@ -1,0 +1,1 @@
+{{ define "y" }}DEEP{{ end }}{{ define "x" }}SUBX{{ end }}

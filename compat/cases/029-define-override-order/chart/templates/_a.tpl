@@ -1,0 +1,1 @@
+{{ define "x" }}A{{ end }}{{ define "z" }}Za{{ end }}

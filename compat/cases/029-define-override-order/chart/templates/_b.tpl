@@ -1,0 +1,1 @@
+{{ define "x" }}B{{ end }}{{ define "y" }}TOP{{ end }}{{ define "z" }}   {{ end }}

@@ -1,0 +1,1 @@
+{{ define "na.me" }}dyn{{ end }}

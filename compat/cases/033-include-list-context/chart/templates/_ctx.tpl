@@ -1,0 +1,1 @@
+{{- define "ctx" -}}{{ $root := index . 0 }}{{ $root.Release.Name }}/{{ index . 1 }}/{{ (index . 2).k }}{{- end -}}

@@ -1,0 +1,1 @@
+{{ define "rec" }}{{ include "rec" . }}{{ end }}

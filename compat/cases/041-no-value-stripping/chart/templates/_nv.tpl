@@ -1,0 +1,1 @@
+{{ define "nv" }}[{{ .Values.gone }}]{{ end }}

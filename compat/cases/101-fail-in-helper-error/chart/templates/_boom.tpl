@@ -1,0 +1,3 @@
+{{ define "boom" }}
+  {{ fail "boom in helper" }}
+{{ end }}

@@ -1,0 +1,3 @@
+{{ define "bad" }}
+{{ end }}
+{{ end }}

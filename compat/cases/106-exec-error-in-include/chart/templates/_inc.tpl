@@ -1,0 +1,4 @@
+{{ define "inc" }}
+first
+{{ .Values.x.y }}
+{{ end }}

@@ -1,0 +1,1 @@
+{{ define "tn" }}{{ .Template.Name }}{{ end }}

@@ -1,0 +1,1 @@
+{{ define "lib.hello" }}hello from lib {{ .Chart.Name }} {{ .Values.libval }}{{ end }}{{ define "lib.cm" }}cm{{ end }}

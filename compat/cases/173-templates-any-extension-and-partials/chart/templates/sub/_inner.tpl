@@ -1,0 +1,1 @@
+{{ define "inner" }}inner{{ end }}

@@ -1,0 +1,1 @@
+{{ define "sub.def" }}subdef {{ .Chart.Name }}{{ end }}

@@ -1,0 +1,251 @@
+//! `cargo bench --bench template`: wall time and peak memory of `antiopa template` against the
+//! real `helm template` on every `ok` case of the shared corpus.
+//!
+//! It builds nothing: it runs `target/release/antiopa` (build it first with `cargo build
+//! --release`) and the helm oracle (`$HELM`, else the path printed by
+//! `../shared/tools/install-helm.sh`), each `BENCH_RUNS` times (default 5) per case, with the same
+//! arguments and isolated HELM_* homes. Peak RSS comes from GNU time (`/usr/bin/time -f %M`,
+//! the child's `ru_maxrss`), wall time from a monotonic clock around the run. It prints one row
+//! per case (medians) and the median of the per-case ratios, and whether the targets are met:
+//! antiopa ≥ 15× faster and ≤ ¼ of helm's memory. `BENCH_FILTER=substr` selects cases;
+//! `ANTIOPA_BIN` measures another binary instead of the release build.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+use common::{CorpusCase, corpus_dir, isolate_env, read_corpus_cases, repo_root, run_with_timeout};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const SPEED_TARGET: f64 = 15.0;
+const MEMORY_TARGET: f64 = 0.25;
+
+/// One measured run: wall seconds and peak RSS in KiB.
+struct Sample {
+    secs: f64,
+    rss_kib: u64,
+    stdout: Vec<u8>,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn measure(
+    tool: &Path,
+    case: &CorpusCase,
+    corpus: &Path,
+    home: &Path,
+    scratch: &Path,
+) -> Result<Sample, String> {
+    let rss_file = scratch.join("rss");
+    let _ = std::fs::remove_file(&rss_file);
+    let mut cmd = Command::new("/usr/bin/time");
+    cmd.arg("-f").arg("%M").arg("-o").arg(&rss_file).arg(tool);
+    cmd.current_dir(corpus).args(case.template_args());
+    isolate_env(&mut cmd, home);
+    let r = run_with_timeout(&mut cmd, Duration::from_secs(300))
+        .map_err(|e| format!("cannot run /usr/bin/time: {e}"))?;
+    if r.code != Some(0) {
+        return Err(format!(
+            "{} failed ({}): {}",
+            tool.display(),
+            r.describe_exit(),
+            common::clip(String::from_utf8_lossy(&r.stderr).trim(), 200)
+        ));
+    }
+    let rss_text =
+        std::fs::read_to_string(&rss_file).map_err(|e| format!("no GNU time output: {e}"))?;
+    let rss_kib = rss_text
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .ok_or_else(|| format!("unexpected GNU time output {rss_text:?}"))?;
+    Ok(Sample {
+        secs: r.elapsed.as_secs_f64(),
+        rss_kib,
+        stdout: r.stdout,
+    })
+}
+
+fn find_helm() -> Result<PathBuf, String> {
+    if let Some(h) = std::env::var_os("HELM").filter(|h| !h.is_empty()) {
+        return Ok(PathBuf::from(h));
+    }
+    let script = repo_root().join("../shared/tools/install-helm.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+    let path = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    if out.status.success() && !path.is_empty() {
+        Ok(PathBuf::from(path))
+    } else {
+        Err(format!(
+            "{} failed; set HELM=/path/to/helm",
+            script.display()
+        ))
+    }
+}
+
+fn main() {
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"));
+    let antiopa = common::antiopa_bin(&target_dir.join("release/antiopa").to_string_lossy());
+    if !antiopa.is_file() {
+        eprintln!(
+            "bench: {} is missing; build it first with `cargo build --release`",
+            antiopa.display()
+        );
+        std::process::exit(1);
+    }
+    if !Path::new("/usr/bin/time").is_file() {
+        eprintln!(
+            "bench: GNU time (/usr/bin/time) is needed for peak memory; apt-get install time"
+        );
+        std::process::exit(1);
+    }
+    let helm = match find_helm() {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("bench: {e}");
+            std::process::exit(1);
+        }
+    };
+    let corpus = corpus_dir();
+    let cases = match read_corpus_cases(&corpus) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("bench: no corpus ({e}); set ANTIOPA_CORPUS");
+            std::process::exit(1);
+        }
+    };
+    let runs: usize = std::env::var("BENCH_RUNS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5)
+        .max(1);
+    let filter = std::env::var("BENCH_FILTER").unwrap_or_default();
+    let home = match tempfile::tempdir() {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("bench: temp dir: {e}");
+            std::process::exit(1);
+        }
+    };
+
+    println!(
+        "antiopa {} vs helm {} — {runs} run(s) per case, medians",
+        antiopa.display(),
+        helm.display()
+    );
+    println!(
+        "{:<44} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8}  output",
+        "case", "helm ms", "anti ms", "speedup", "helm MiB", "anti MiB", "mem"
+    );
+    let (mut speedups, mut mem_ratios) = (Vec::new(), Vec::new());
+    let mut errors = Vec::new();
+    let mut wrong = Vec::new();
+    for case in cases
+        .iter()
+        .filter(|c| !c.expect_error && c.name.contains(&filter))
+    {
+        let mut samples: [Vec<Sample>; 2] = [Vec::new(), Vec::new()];
+        let mut failed = None;
+        // Alternate the tools so that machine noise hits both alike.
+        'runs: for _ in 0..runs {
+            for (i, tool) in [&helm, &antiopa].into_iter().enumerate() {
+                match measure(tool, case, &corpus, home.path(), home.path()) {
+                    Ok(s) => samples[i].push(s),
+                    Err(e) => {
+                        failed = Some(e);
+                        break 'runs;
+                    }
+                }
+            }
+        }
+        if let Some(e) = failed {
+            println!("{:<44} error: {}", case.name, common::clip(&e, 120));
+            errors.push(case.name.clone());
+            continue;
+        }
+        let t = |s: &Vec<Sample>| median(s.iter().map(|x| x.secs).collect());
+        let m = |s: &Vec<Sample>| median(s.iter().map(|x| x.rss_kib as f64).collect());
+        let (ht, at, hm, am) = (
+            t(&samples[0]),
+            t(&samples[1]),
+            m(&samples[0]),
+            m(&samples[1]),
+        );
+        let (speed, mem) = (ht / at, am / hm);
+        // Speed means little if the output is wrong: say whether antiopa matched helm's
+        // recorded output (nondeterministic cases are only compared by tests/corpus.rs).
+        let expected = std::fs::read(corpus.join("expected").join(format!("{}.yaml", case.name)));
+        let output = match (&expected, samples[1].first()) {
+            (_, _) if case.nondeterministic => "nondet",
+            (Ok(e), Some(s)) if *e == s.stdout => "same",
+            (Ok(_), Some(_)) => "DIFFERS",
+            _ => "?",
+        };
+        if output == "DIFFERS" {
+            wrong.push(case.name.clone());
+        }
+        speedups.push(speed);
+        mem_ratios.push(mem);
+        println!(
+            "{:<44} {:>9.1} {:>9.1} {:>7.1}× {:>9.1} {:>9.1} {:>8.3}  {}",
+            case.name,
+            ht * 1e3,
+            at * 1e3,
+            speed,
+            hm / 1024.0,
+            am / 1024.0,
+            mem,
+            output
+        );
+    }
+    let (ms, mm) = (median(speedups.clone()), median(mem_ratios.clone()));
+    println!();
+    println!(
+        "cases measured: {}, failed to run: {}",
+        speedups.len(),
+        errors.len()
+    );
+    println!(
+        "median speedup (helm time / antiopa time): {ms:.1}×  target ≥ {SPEED_TARGET}×: {}",
+        if ms >= SPEED_TARGET { "MET" } else { "NOT MET" }
+    );
+    println!(
+        "median memory (antiopa peak RSS / helm peak RSS): {mm:.3}  target ≤ {MEMORY_TARGET}: {}",
+        if mm <= MEMORY_TARGET {
+            "MET"
+        } else {
+            "NOT MET"
+        }
+    );
+    if !wrong.is_empty() {
+        println!(
+            "cases whose output differs from helm's: {}",
+            wrong.join(" ")
+        );
+    }
+    if !errors.is_empty() {
+        println!("cases that failed to render: {}", errors.join(" "));
+    }
+}
