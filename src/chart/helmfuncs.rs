@@ -8,6 +8,7 @@
 use std::rc::Rc;
 
 use crate::chart::convert::{value_to_yaml, value_to_yaml_direct, yaml_to_value};
+use crate::engine::funcs::sprig::json;
 use crate::engine::{Entries, Env, FuncDef, FuncMap, FuncResult, Map, MapKind, Param, Value};
 use crate::yaml::Yaml;
 
@@ -231,49 +232,29 @@ fn from_toml(_: &Env, args: &[Value]) -> FuncResult {
     })
 }
 
-/// JSON text into the data model, numbers as float64 (Go's `interface{}`).
-fn parse_json(s: &str) -> Result<Yaml, String> {
-    fn conv(v: serde_json::Value) -> Yaml {
-        match v {
-            serde_json::Value::Null => Yaml::Null,
-            serde_json::Value::Bool(b) => Yaml::Bool(b),
-            serde_json::Value::Number(n) => Yaml::Float(n.as_f64().unwrap_or(0.0)),
-            serde_json::Value::String(s) => Yaml::Str(s),
-            serde_json::Value::Array(a) => Yaml::Seq(a.into_iter().map(conv).collect()),
-            serde_json::Value::Object(o) => {
-                Yaml::Map(o.into_iter().map(|(k, v)| (k, conv(v))).collect())
-            }
-        }
-    }
-    serde_json::from_str::<serde_json::Value>(s)
-        .map(conv)
-        .map_err(|e| {
-            // Go's wording for the common case; other syntax errors keep
-            // serde_json's description.
-            if e.is_eof() {
-                "unexpected end of JSON input".to_string()
-            } else {
-                e.to_string()
-            }
-        })
-}
-
-/// `fromJson`: a map; errors go into the `Error` key.
+/// `fromJson`: a map; errors (Go's json texts, from Sprig's decoder) go
+/// into the `Error` key.
 fn from_json(_: &Env, args: &[Value]) -> FuncResult {
-    Ok(match parse_json(str_arg(args)) {
-        Ok(Yaml::Null) => new_map(Entries::new()),
-        Ok(y @ Yaml::Map(_)) => yaml_to_value(&y),
-        Ok(other) => error_map(type_error(&other, "map[string]interface {}")),
+    Ok(match json::from_json(str_arg(args)) {
+        Ok(Value::Nil) => new_map(Entries::new()),
+        Ok(v @ Value::Map(_)) => v,
+        Ok(other) => error_map(format!(
+            "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+            json::json_kind(&other)
+        )),
         Err(e) => error_map(e),
     })
 }
 
 /// `fromJsonArray`: a list; an error becomes the only element.
 fn from_json_array(_: &Env, args: &[Value]) -> FuncResult {
-    Ok(match parse_json(str_arg(args)) {
-        Ok(Yaml::Null) => Value::list(Vec::new()),
-        Ok(y @ Yaml::Seq(_)) => yaml_to_value(&y),
-        Ok(other) => Value::list(vec![Value::string(type_error(&other, "[]interface {}"))]),
+    Ok(match json::from_json(str_arg(args)) {
+        Ok(Value::Nil) => Value::list(Vec::new()),
+        Ok(v @ Value::List(_)) => v,
+        Ok(other) => Value::list(vec![Value::string(format!(
+            "json: cannot unmarshal {} into Go value of type []interface {{}}",
+            json::json_kind(&other)
+        ))]),
         Err(e) => Value::list(vec![Value::string(e)]),
     })
 }

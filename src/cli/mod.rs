@@ -18,7 +18,9 @@ use crate::engine::Env;
 #[command(
     name = "antiopa",
     version,
-    about = "Kubernetes addon operator; renders Helm charts natively"
+    about = "Kubernetes addon operator; renders Helm charts natively",
+    // pflag: a repeated single-value flag takes its last value.
+    args_override_self = true
 )]
 struct Cli {
     #[command(subcommand)]
