@@ -384,7 +384,7 @@ pub fn to_render_values(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::chart::types::Metadata;
 
