@@ -95,7 +95,7 @@ fn render_errors(errors: &[ValidationError<'_>], instance: &Json, schema: &Json)
             (e.instance_path().as_str().to_string(), format!("{parent}/"))
         })
         .collect();
-    let mut keyed: Vec<(Vec<(u32, Seg)>, Vec<String>)> = Vec::new();
+    let mut keyed: Vec<(OrderKey, Vec<String>)> = Vec::new();
     for err in errors {
         let ipath = err.instance_path().as_str().to_string();
         let spath = err.schema_path().as_str().to_string();
@@ -129,6 +129,9 @@ fn render_errors(errors: &[ValidationError<'_>], instance: &Json, schema: &Json)
     keyed.into_iter().flat_map(|(_, l)| l).collect()
 }
 
+/// (phase, segment) pairs from the root to the error.
+type OrderKey = Vec<(u32, Seg)>;
+
 /// A path segment in visiting order: array items by index, object
 /// properties by name (gojsonschema visits properties in Go map order,
 /// which is random; by name is as good as any and stable).
@@ -141,7 +144,7 @@ enum Seg {
 
 /// Where gojsonschema's `validateRecursive` reports an error: a sequence of
 /// (phase, segment) from the root, ending with the keyword's own phase.
-fn order_key(pointer: &str, kind: &K, instance: &Json) -> Vec<(u32, Seg)> {
+fn order_key(pointer: &str, kind: &K, instance: &Json) -> OrderKey {
     let mut key = Vec::new();
     let mut node = instance;
     if !pointer.is_empty() {
