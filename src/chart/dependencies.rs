@@ -584,4 +584,99 @@ mod tests {
         assert!(is_compatible_range("0.0.0-undefined", "0.0.0-undefined"));
         assert!(!is_compatible_range("not a range", "1.0.0"));
     }
+
+    fn tree(c: &Chart, out: &mut Vec<String>) {
+        out.push(format!(
+            "{}{}",
+            c.full_path,
+            if c.is_library() { " (library)" } else { "" }
+        ));
+        for d in &c.dependencies {
+            tree(d, out);
+        }
+    }
+
+    /// The subchart trees helm v3.17.3 renders for corpus cases (the
+    /// `# Source:` paths of expected/*.yaml, plus charts whose templates
+    /// print nothing, seen with a `{{ toJson .Values }}` probe template).
+    #[test]
+    fn corpus_dependency_trees() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
+        if !root.exists() {
+            return;
+        }
+        let cases: &[(&str, Option<&str>, &[&str])] = &[
+            (
+                "kube-prometheus-stack",
+                None,
+                &[
+                    "kube-prometheus-stack",
+                    "kube-prometheus-stack/charts/crds",
+                    "kube-prometheus-stack/charts/kube-state-metrics",
+                    "kube-prometheus-stack/charts/prometheus-node-exporter",
+                    "kube-prometheus-stack/charts/grafana",
+                ],
+            ),
+            (
+                "kube-prometheus-stack",
+                Some("kube-prometheus-stack-features"),
+                &[
+                    "kube-prometheus-stack",
+                    "kube-prometheus-stack/charts/crds",
+                    "kube-prometheus-stack/charts/kube-state-metrics",
+                    "kube-prometheus-stack/charts/prometheus-node-exporter",
+                    "kube-prometheus-stack/charts/grafana",
+                    "kube-prometheus-stack/charts/prometheus-windows-exporter",
+                ],
+            ),
+            (
+                "bitnami-wordpress",
+                None,
+                &[
+                    "wordpress",
+                    "wordpress/charts/mariadb",
+                    "wordpress/charts/mariadb/charts/common (library)",
+                    "wordpress/charts/common (library)",
+                ],
+            ),
+            (
+                "bitnami-wordpress",
+                Some("bitnami-wordpress-features"),
+                &[
+                    "wordpress",
+                    "wordpress/charts/memcached",
+                    "wordpress/charts/memcached/charts/common (library)",
+                    "wordpress/charts/mariadb",
+                    "wordpress/charts/mariadb/charts/common (library)",
+                    "wordpress/charts/common (library)",
+                ],
+            ),
+            (
+                "linkerd-control-plane",
+                Some("linkerd-control-plane-ha"),
+                &[
+                    "linkerd-control-plane",
+                    "linkerd-control-plane/charts/partials",
+                ],
+            ),
+        ];
+        for (chart, values, want) in cases {
+            let mut c = crate::chart::load::load(&root.join("charts").join(chart)).unwrap();
+            let opts = crate::chart::strvals::ValueOptions {
+                values_files: values
+                    .iter()
+                    .map(|v| root.join(format!("values/{v}.yaml")).display().to_string())
+                    .collect(),
+                ..Default::default()
+            };
+            let user = opts.merge().unwrap();
+            process_dependencies(&mut c, &user, &mut |_: &str| {}).unwrap();
+            let mut got = Vec::new();
+            tree(&c, &mut got);
+            let mut want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
+            got.sort();
+            want.sort();
+            assert_eq!(got, want, "{chart} {values:?}");
+        }
+    }
 }
