@@ -19,10 +19,10 @@ use crate::chart::metadata::{Version, go_quote};
 use crate::chart::types::{Chart, Dependency};
 use crate::yaml::{Mapping, Yaml};
 
-/// `action.CheckDependencies`: every `dependencies:` entry must have a chart
-/// under `charts/`. The error is Helm's text; `helm install/template` print
-/// it after "An error occurred while checking for chart dependencies. You
-/// may need to run `helm dependency build` to fetch missing dependencies: ".
+/// `action.CheckDependencies` as `helm install/template` report it: every
+/// `dependencies:` entry must have a chart under `charts/` (checked on the
+/// loaded chart, before [`process_dependencies`]). The error is the whole
+/// text helm prints after `Error: `.
 pub fn check_dependencies(chart: &Chart) -> Result<(), String> {
     let missing: Vec<&str> = chart
         .metadata
@@ -35,7 +35,7 @@ pub fn check_dependencies(chart: &Chart) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "found in Chart.yaml, but missing in charts/ directory: {}",
+            "An error occurred while checking for chart dependencies. You may need to run `helm dependency build` to fetch missing dependencies: found in Chart.yaml, but missing in charts/ directory: {}",
             missing.join(", ")
         ))
     }
@@ -564,6 +564,22 @@ impl Constraint {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn missing_dependencies() {
+        let mut c = Chart::default();
+        for n in ["x", "true"] {
+            c.metadata.dependencies.push(Dependency {
+                name: n.into(),
+                ..Default::default()
+            });
+        }
+        // helm v3.17.3's text for `- name: x` and `- name: y` (a YAML 1.1 bool).
+        assert_eq!(
+            check_dependencies(&c).unwrap_err(),
+            "An error occurred while checking for chart dependencies. You may need to run `helm dependency build` to fetch missing dependencies: found in Chart.yaml, but missing in charts/ directory: x, true"
+        );
+    }
 
     #[test]
     fn ranges() {

@@ -43,13 +43,26 @@ pub struct BufferedFile {
     pub data: Vec<u8>,
 }
 
-/// Parse YAML text the way sigs.k8s.io/yaml does before Helm sees it.
+/// Parse YAML text as sigs.k8s.io/yaml.Unmarshal into `interface{}` does
+/// (numbers float64). The error is Helm's full text
+/// (`error converting YAML to JSON: yaml: line N: …`).
 ///
-/// This is the single place where the chart module parses YAML; it calls the
-/// crate's YAML loader (`crate::yaml::from_yaml`). The error text is the
-/// loader's (`yaml: line N: …`).
+/// This and [`parse_yaml_typed`] are the only places the chart module parses
+/// YAML. Until the crate's YAML loader is merged they use the stand-in
+/// below; at the merge their bodies become
+/// `crate::yaml::from_yaml(src).map_err(|e| e.to_string())` and
+/// `crate::yaml::load(src, crate::yaml::Numbers::Yaml).map_err(|e|
+/// format!("error converting YAML to JSON: {e}"))`, and `mod yaml_shim`
+/// goes away.
 pub(crate) fn parse_yaml(src: &str) -> Result<Yaml, String> {
-    yaml_shim::from_yaml(src)
+    yaml_shim::from_yaml(src).map_err(|e| format!("error converting YAML to JSON: {e}"))
+}
+
+/// Parse YAML keeping yaml.v2's int/float distinction, for decoding into Go
+/// structs (`Chart.yaml`, where sigs.k8s.io/yaml turns an int `12345678`
+/// into "12345678" but a float into `FormatFloat(f, 'g', -1, 32)`).
+pub(crate) fn parse_yaml_typed(src: &str) -> Result<Yaml, String> {
+    parse_yaml(src)
 }
 
 /// Load a chart from a directory or a gzipped tar archive (Helm's
@@ -64,6 +77,15 @@ pub fn load(path: &Path) -> Result<Chart, LoadError> {
     };
     set_full_paths(&mut chart, "");
     Ok(chart)
+}
+
+/// `checkIfInstallable` of `helm install/template`: only application charts
+/// render (`Error: library charts are not installable`).
+pub fn check_installable(chart: &Chart) -> Result<(), String> {
+    match chart.metadata.chart_type.as_str() {
+        "" | "application" => Ok(()),
+        t => Err(format!("{t} charts are not installable")),
+    }
 }
 
 /// Recompute `full_path` for a chart tree (Helm's `ChartFullPath`:
@@ -323,13 +345,14 @@ fn go_ext(name: &str) -> &str {
     }
 }
 
-fn load_yaml_doc(data: &[u8], what: &str) -> Result<Yaml, LoadError> {
+fn load_yaml_doc(data: &[u8], what: &str, typed: bool) -> Result<Yaml, LoadError> {
     let text = String::from_utf8_lossy(data);
-    parse_yaml(&text).map_err(|e| {
-        invalid(format!(
-            "cannot load {what}: error converting YAML to JSON: {e}"
-        ))
-    })
+    let doc = if typed {
+        parse_yaml_typed(&text)
+    } else {
+        parse_yaml(&text)
+    };
+    doc.map_err(|e| invalid(format!("cannot load {what}: {e}")))
 }
 
 /// `LoadFiles`: sort files into the chart, validate its metadata, then load
@@ -346,7 +369,7 @@ pub fn load_files(files: Vec<BufferedFile>) -> Result<Chart, LoadError> {
     for f in &files {
         if f.name == "Chart.yaml" {
             have_metadata = true;
-            let doc = load_yaml_doc(&f.data, "Chart.yaml")?;
+            let doc = load_yaml_doc(&f.data, "Chart.yaml", true)?;
             metadata::decode_metadata(&doc, &mut c.metadata).map_err(|e| {
                 invalid(format!(
                     "cannot load Chart.yaml: error unmarshaling JSON: while decoding JSON: {e}"
@@ -366,7 +389,7 @@ pub fn load_files(files: Vec<BufferedFile>) -> Result<Chart, LoadError> {
             "Chart.yaml" => continue,
             "Chart.lock" | "requirements.lock" => {
                 let what = name.to_string();
-                let doc = load_yaml_doc(&f.data, &what)?;
+                let doc = load_yaml_doc(&f.data, &what, false)?;
                 if !matches!(doc, Yaml::Map(_) | Yaml::Null) {
                     return Err(invalid(format!(
                         "cannot load {what}: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type chart.Lock",
@@ -388,7 +411,7 @@ pub fn load_files(files: Vec<BufferedFile>) -> Result<Chart, LoadError> {
                 }
             }
             "values.yaml" => {
-                let doc = load_yaml_doc(&f.data, "values.yaml")?;
+                let doc = load_yaml_doc(&f.data, "values.yaml", false)?;
                 c.values = match doc {
                     Yaml::Map(m) => m,
                     Yaml::Null => Mapping::new(),
@@ -408,7 +431,7 @@ pub fn load_files(files: Vec<BufferedFile>) -> Result<Chart, LoadError> {
                         "Warning: Dependencies are handled in Chart.yaml since apiVersion \"v2\". We recommend migrating dependencies to Chart.yaml."
                     );
                 }
-                let doc = load_yaml_doc(&f.data, "requirements.yaml")?;
+                let doc = load_yaml_doc(&f.data, "requirements.yaml", true)?;
                 metadata::decode_metadata(&doc, &mut c.metadata).map_err(|e| {
                     invalid(format!(
                         "cannot load requirements.yaml: error unmarshaling JSON: while decoding JSON: {e}"

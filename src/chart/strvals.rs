@@ -585,11 +585,8 @@ impl ValueOptions {
         for path in &self.values_files {
             let bytes = read_file(path).map_err(OptionsError)?;
             let text = String::from_utf8_lossy(&bytes);
-            let doc = crate::chart::load::parse_yaml(&text).map_err(|e| {
-                OptionsError(format!(
-                    "failed to parse {path}: error converting YAML to JSON: {e}"
-                ))
-            })?;
+            let doc = crate::chart::load::parse_yaml(&text)
+                .map_err(|e| OptionsError(format!("failed to parse {path}: {e}")))?;
             let current = match doc {
                 Yaml::Map(m) => m,
                 Yaml::Null => Mapping::new(),
