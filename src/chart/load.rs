@@ -9,6 +9,7 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::chart::coalesce::Warn;
 use crate::chart::ignore::Rules;
 use crate::chart::metadata::{self, go_quote};
 use crate::chart::types::{Chart, File};
@@ -68,12 +69,18 @@ pub(crate) fn parse_yaml_typed(src: &str) -> Result<Yaml, String> {
 /// Load a chart from a directory or a gzipped tar archive (Helm's
 /// `loader.Load`).
 pub fn load(path: &Path) -> Result<Chart, LoadError> {
+    load_with_warnings(path, &mut crate::chart::coalesce::stderr_warn)
+}
+
+/// [`load`], sending Helm's loader warnings (`load.go:120: Warning: …`, the
+/// line its `log.Printf` prints) to `warn`.
+pub fn load_with_warnings(path: &Path, warn: Warn) -> Result<Chart, LoadError> {
     let meta = std::fs::metadata(path)
         .map_err(|_| LoadError::NotFound(path.to_string_lossy().into_owned()))?;
     let mut chart = if meta.is_dir() {
-        load_dir(path)?
+        load_dir(path, warn)?
     } else {
-        load_file(path)?
+        load_file(path, warn)?
     };
     set_full_paths(&mut chart, "");
     Ok(chart)
@@ -104,7 +111,7 @@ pub fn set_full_paths(chart: &mut Chart, parent: &str) {
 
 /// `LoadDir`: walk the directory (following symlinks, names sorted within
 /// each directory as Go's `filepath.Walk` does), applying `.helmignore`.
-pub fn load_dir(dir: &Path) -> Result<Chart, LoadError> {
+pub fn load_dir(dir: &Path, warn: Warn) -> Result<Chart, LoadError> {
     let top = std::path::absolute(dir).map_err(|e| invalid(e.to_string()))?;
     let mut rules = Rules::empty();
     let ifile = top.join(".helmignore");
@@ -115,7 +122,7 @@ pub fn load_dir(dir: &Path) -> Result<Chart, LoadError> {
     rules.add_defaults();
     let mut files = Vec::new();
     walk(&top, "", &rules, &mut files)?;
-    load_files(files)
+    load_files(files, warn)
 }
 
 fn walk(
@@ -174,7 +181,7 @@ fn walk(
 }
 
 /// `LoadFile`: a chart archive on disk, with Helm's content sniffing.
-pub fn load_file(path: &Path) -> Result<Chart, LoadError> {
+pub fn load_file(path: &Path, warn: Warn) -> Result<Chart, LoadError> {
     let name = path.to_string_lossy().into_owned();
     let data = std::fs::read(path).map_err(|e| invalid(format!("open {name}: {e}")))?;
     // Helm sniffs a 512-byte buffer, zero-padded when the file is shorter.
@@ -192,7 +199,7 @@ pub fn load_file(path: &Path) -> Result<Chart, LoadError> {
             detect_content_type(head)
         )));
     }
-    load_archive(&data)
+    load_archive(&data, warn)
 }
 
 /// A reduced `http.DetectContentType` for the non-gzip case of Helm's
@@ -211,8 +218,8 @@ fn detect_content_type(head: &[u8]) -> &'static str {
 }
 
 /// `LoadArchive`: a gzipped tar held in memory.
-pub fn load_archive(data: &[u8]) -> Result<Chart, LoadError> {
-    load_files(load_archive_files(data)?)
+pub fn load_archive(data: &[u8], warn: Warn) -> Result<Chart, LoadError> {
+    load_files(load_archive_files(data)?, warn)
 }
 
 /// `LoadArchiveFiles`: unpack, dropping the top directory of each entry.
@@ -357,7 +364,7 @@ fn load_yaml_doc(data: &[u8], what: &str, typed: bool) -> Result<Yaml, LoadError
 
 /// `LoadFiles`: sort files into the chart, validate its metadata, then load
 /// the subcharts found under `charts/`.
-pub fn load_files(files: Vec<BufferedFile>) -> Result<Chart, LoadError> {
+pub fn load_files(files: Vec<BufferedFile>, warn: Warn) -> Result<Chart, LoadError> {
     let mut c = Chart::default();
     let mut have_metadata = false;
     let mut nulls = metadata::NullEntries::default();
@@ -401,8 +408,8 @@ pub fn load_files(files: Vec<BufferedFile>) -> Result<Chart, LoadError> {
                         have_metadata = true;
                     }
                     if c.metadata.api_version != "v1" {
-                        eprintln!(
-                            "Warning: Dependency locking is handled in Chart.lock since apiVersion \"v2\". We recommend migrating to Chart.lock."
+                        warn(
+                            "load.go:138: Warning: Dependency locking is handled in Chart.lock since apiVersion \"v2\". We recommend migrating to Chart.lock.",
                         );
                     }
                     if c.metadata.api_version == "v1" {
@@ -427,8 +434,8 @@ pub fn load_files(files: Vec<BufferedFile>) -> Result<Chart, LoadError> {
             "requirements.yaml" => {
                 have_metadata = true;
                 if c.metadata.api_version != "v1" {
-                    eprintln!(
-                        "Warning: Dependencies are handled in Chart.yaml since apiVersion \"v2\". We recommend migrating dependencies to Chart.yaml."
+                    warn(
+                        "load.go:120: Warning: Dependencies are handled in Chart.yaml since apiVersion \"v2\". We recommend migrating dependencies to Chart.yaml.",
                     );
                 }
                 let doc = load_yaml_doc(&f.data, "requirements.yaml", true)?;
@@ -490,7 +497,7 @@ pub fn load_files(files: Vec<BufferedFile>) -> Result<Chart, LoadError> {
                     c.metadata.name, first.name
                 )));
             }
-            load_archive(&first.data)
+            load_archive(&first.data, warn)
         } else {
             let mut buff = Vec::with_capacity(files.len());
             for mut f in files {
@@ -500,7 +507,7 @@ pub fn load_files(files: Vec<BufferedFile>) -> Result<Chart, LoadError> {
                 f.name = rest.to_string();
                 buff.push(f);
             }
-            load_files(buff)
+            load_files(buff, warn)
         };
         match sc {
             Ok(sc) => c.dependencies.push(sc),
@@ -800,6 +807,45 @@ mod tests {
             load(d).unwrap_err().to_string(),
             "Chart.yaml file is missing"
         );
+    }
+
+    /// helm v3.17.3: a v2 chart with requirements.yaml warns (and does not
+    /// expose the file); without Chart.yaml the metadata exists but has no
+    /// apiVersion.
+    #[test]
+    fn requirements_yaml() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        write(d, "Chart.yaml", "apiVersion: v2\nname: c\nversion: 1.0.0\n");
+        write(d, "requirements.yaml", "dependencies: []\n");
+        let mut warnings = Vec::new();
+        let c = load_with_warnings(d, &mut |w: &str| warnings.push(w.to_string())).unwrap();
+        assert!(c.files.is_empty());
+        assert_eq!(
+            warnings,
+            vec![
+                "load.go:120: Warning: Dependencies are handled in Chart.yaml since apiVersion \"v2\". We recommend migrating dependencies to Chart.yaml."
+            ]
+        );
+        std::fs::remove_file(d.join("Chart.yaml")).unwrap();
+        let e = load_with_warnings(d, &mut |_: &str| {}).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "validation: chart.metadata.apiVersion is required"
+        );
+        write(
+            d,
+            "Chart.yaml",
+            "name: c\nversion: 1.0.0\ndependencies:\n- name: a\n",
+        );
+        write(
+            d,
+            "requirements.yaml",
+            "dependencies:\n- name: b\n  version: 1.0.0\n",
+        );
+        let c = load_with_warnings(d, &mut |_: &str| {}).unwrap();
+        assert_eq!(c.metadata.dependencies[0].name, "b");
+        assert_eq!(c.files[0].name, "requirements.yaml");
     }
 
     #[test]
