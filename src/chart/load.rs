@@ -780,6 +780,63 @@ mod tests {
         assert_eq!(names(&sub.templates), vec!["templates/.hidden"]);
     }
 
+    /// `.Files` as helm v3.17.3 lists them for the same tree; with a `!`
+    /// rule every other path is ignored (Helm's inverted negation), so
+    /// Chart.yaml itself goes missing.
+    #[test]
+    fn helmignore_like_helm() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        write(d, "Chart.yaml", "apiVersion: v2\nname: c\nversion: 1.0.0\n");
+        write(
+            d,
+            "charts/s/Chart.yaml",
+            "apiVersion: v2\nname: s\nversion: 1.0.0\n",
+        );
+        write(
+            d,
+            ".helmignore",
+            "*.bak\n/top.txt\nfiles/d/\n*.tmp\n# c\nx/\n",
+        );
+        write(d, "charts/s/.helmignore", "*\n");
+        for f in [
+            "top.txt",
+            "a.bak",
+            "files/top.txt",
+            "files/d/in.txt",
+            "files/ok.txt",
+            "keep.tmp",
+            "other.tmp",
+            "templates/.h",
+            "templates/sub/.h",
+            "templates/a.yaml",
+            "charts/s/x/y",
+            "charts/s/a.bak",
+            "charts/s/f.txt",
+        ] {
+            write(d, f, "");
+        }
+        let c = load(d).unwrap();
+        let names = |fs: &[File]| fs.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            names(&c.files),
+            vec![".helmignore", "files/ok.txt", "files/top.txt"]
+        );
+        assert_eq!(
+            names(&c.templates),
+            vec!["templates/a.yaml", "templates/sub/.h"]
+        );
+        assert_eq!(
+            names(&c.dependencies[0].files),
+            vec![".helmignore", "f.txt"]
+        );
+        write(d, ".helmignore", "*.bak\n!keep.tmp\n");
+        assert_eq!(
+            load(d).unwrap_err().to_string(),
+            "Chart.yaml file is missing"
+        );
+    }
+
     #[test]
     fn chart_yaml_errors() {
         let t = tempfile::tempdir().unwrap();
