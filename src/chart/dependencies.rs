@@ -695,4 +695,134 @@ mod tests {
             assert_eq!(got, want, "{chart} {values:?}");
         }
     }
+
+    /// Aliases (three copies of one subchart), a tag and a condition that
+    /// disable two of them, a library chart, a dependency without
+    /// `version:` (never matched, removed by name), both import-values
+    /// forms, `null` deletion, type-mismatch warnings and the shallow copy
+    /// of nested globals (the subchart's `global.a.b.d` shows up in the
+    /// parent): `.Values` as helm v3.17.3 rendered them with `-f user.yaml`.
+    #[test]
+    fn aliases_imports_globals_like_helm() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        let w = |name: &str, text: &str| {
+            let p = d.join(name);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        w(
+            "Chart.yaml",
+            r#"apiVersion: v2
+name: top
+version: 1.0.0
+dependencies:
+- name: sub
+  version: "~0.1"
+  alias: first
+  import-values:
+  - data
+  - child: deep.x
+    parent: imported.here
+- name: sub
+  version: 0.1.x
+  alias: second
+  condition: second.enabled,global.second
+- name: sub
+  version: ">=0.1"
+  alias: third
+  tags: [t1, t2]
+- name: lib
+  version: 1.0.0
+- name: other
+  condition: other.enabled
+"#,
+        );
+        w(
+            "values.yaml",
+            r#"global:
+  a: {b: {c: 1}}
+  s: top
+tags:
+  t1: false
+second:
+  enabled: false
+first:
+  keep: 1
+  drop: 2
+  tbl: {x: 1}
+data: {fromParent: 1}
+imported: {here: {p: 1}}
+other:
+  enabled: false
+"#,
+        );
+        w(
+            "charts/sub/Chart.yaml",
+            r#"apiVersion: v2
+name: sub
+version: 0.1.5
+"#,
+        );
+        w(
+            "charts/sub/values.yaml",
+            r#"global:
+  a: {b: {d: 2}}
+  s: sub
+exports:
+  data: {fromSub: 1, fromParent: 2}
+deep: {x: {y: 1, p: 9}}
+keep: 0
+drop: 0
+tbl: 5
+enabled: true
+"#,
+        );
+        w(
+            "charts/lib/Chart.yaml",
+            "apiVersion: v2\nname: lib\nversion: 1.0.0\ntype: library\n",
+        );
+        w("charts/lib/values.yaml", "libval: 1\n");
+        w(
+            "charts/other/Chart.yaml",
+            "apiVersion: v2\nname: other\nversion: 2.0.0\n",
+        );
+        w("charts/other/values.yaml", "o: 1\n");
+        let mut chart = crate::chart::load::load(d).unwrap();
+        let user = crate::chart::coalesce::tests::y("first:\n  drop: null\n  tbl: 3\n");
+        let mut warnings = Vec::new();
+        let vals =
+            crate::chart::coalesce::to_render_values(&mut chart, &user, false, &mut |w: &str| {
+                warnings.push(w.to_string())
+            })
+            .unwrap();
+        let mut names = Vec::new();
+        tree(&chart, &mut names);
+        names.sort();
+        assert_eq!(
+            names,
+            vec!["top", "top/charts/first", "top/charts/lib (library)"]
+        );
+        let json = |m: &Mapping| crate::chart::schema::to_json(&Yaml::Map(m.clone())).to_string();
+        assert_eq!(
+            json(&vals),
+            r#"{"data":{"fromParent":1},"first":{"deep":{"x":{"p":9,"true":1}},"enabled":true,"exports":{"data":{"fromParent":2,"fromSub":1}},"global":{"a":{"b":{"c":1,"d":2}},"s":"top"},"keep":1,"tbl":3},"fromParent":2,"fromSub":1,"global":{"a":{"b":{"c":1,"d":2}},"s":"top"},"imported":{"here":{"p":1,"true":1}},"lib":{"global":{"a":{"b":{"c":1,"d":2}},"s":"top"},"libval":1},"other":{"enabled":false},"second":{"enabled":false},"tags":{"t1":false}}"#
+        );
+        let Some(Yaml::Map(first)) = vals.get("first") else {
+            panic!("no first");
+        };
+        assert_eq!(
+            json(first),
+            r#"{"deep":{"x":{"p":9,"true":1}},"enabled":true,"exports":{"data":{"fromParent":2,"fromSub":1}},"global":{"a":{"b":{"c":1,"d":2}},"s":"top"},"keep":1,"tbl":3}"#
+        );
+        warnings.sort();
+        assert_eq!(
+            warnings,
+            vec![
+                "coalesce.go:237: warning: skipped value for top.first.tbl: Not a table.",
+                "coalesce.go:298: warning: cannot overwrite table with non table for top.first.tbl (map[x:1])",
+                "coalesce.go:298: warning: cannot overwrite table with non table for top.first.tbl (map[x:1])",
+            ]
+        );
+    }
 }
