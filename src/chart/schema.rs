@@ -76,13 +76,60 @@ pub fn validate_against_single_schema(values: &Mapping, schema: &[u8]) -> Result
     }
     let validator = opts.build(&schema).map_err(|e| e.to_string())?;
     let errors: Vec<_> = validator.iter_errors(&instance).collect();
-    let out = render_errors(&errors, &instance, &schema).concat();
+    let refs: Vec<&ValidationError<'_>> = errors.iter().collect();
+    let out = render_errors(&refs, &instance, &schema, 0).concat();
     if out.is_empty() { Ok(()) } else { Err(out) }
 }
 
+/// Schema path segments.
+fn segs(p: &str) -> Vec<&str> {
+    p.split('/').filter(|s| !s.is_empty()).collect()
+}
+
+/// Whether segment `k` of a schema path is a keyword (not a property name).
+fn is_keyword(s: &[&str], k: usize) -> bool {
+    k == 0
+        || !matches!(
+            s[k - 1],
+            "properties" | "patternProperties" | "definitions" | "$defs" | "dependencies"
+        )
+}
+
+/// How many instance levels a schema path prefix descends.
+fn instance_depth(s: &[&str]) -> usize {
+    (0..s.len())
+        .filter(|&k| {
+            is_keyword(s, k)
+                && matches!(
+                    s[k],
+                    "properties"
+                        | "patternProperties"
+                        | "additionalProperties"
+                        | "items"
+                        | "additionalItems"
+                        | "contains"
+                )
+        })
+        .count()
+}
+
+/// The instance pointer cut to its first `depth` segments.
+fn cut_pointer(p: &str, depth: usize) -> String {
+    segs(p)
+        .into_iter()
+        .take(depth)
+        .fold(String::new(), |acc, s| format!("{acc}/{s}"))
+}
+
 /// The `- field: description\n` lines for a set of errors, in gojsonschema's
-/// visiting order.
-fn render_errors(errors: &[ValidationError<'_>], instance: &Json, schema: &Json) -> Vec<String> {
+/// visiting order. `base` is how many schema path segments the caller has
+/// already accounted for (inside an anyOf/allOf/then branch).
+fn render_errors(
+    errors: &[&ValidationError<'_>],
+    instance: &Json,
+    schema: &Json,
+    base: usize,
+) -> Vec<String> {
     // gojsonschema stops checking a value against a subschema once its
     // `type` fails; drop the crate's other errors for that value from the
     // same subschema.
@@ -96,6 +143,10 @@ fn render_errors(errors: &[ValidationError<'_>], instance: &Json, schema: &Json)
         })
         .collect();
     let mut keyed: Vec<(OrderKey, Vec<String>)> = Vec::new();
+    // allOf and if/then/else: the crate reports the branch errors only;
+    // gojsonschema merges them under an error of its own. Group by the
+    // first such keyword below `base`.
+    let mut groups: Vec<(String, String, usize, Vec<&ValidationError<'_>>)> = Vec::new();
     for err in errors {
         let ipath = err.instance_path().as_str().to_string();
         let spath = err.schema_path().as_str().to_string();
@@ -105,6 +156,20 @@ fn render_errors(errors: &[ValidationError<'_>], instance: &Json, schema: &Json)
                 .iter()
                 .any(|(ip, sp)| *ip == ipath && spath.starts_with(sp.as_str()))
         {
+            continue;
+        }
+        let s = segs(&spath);
+        let branch = (base..s.len().saturating_sub(1)).find(|&k| {
+            is_keyword(&s, k)
+                && (matches!(s[k], "then" | "else")
+                    || (s[k] == "allOf" && s[k + 1].parse::<usize>().is_ok()))
+        });
+        if let Some(k) = branch {
+            let prefix = s[..k].join("/");
+            match groups.iter_mut().find(|g| g.0 == prefix && g.1 == s[k]) {
+                Some(g) => g.3.push(err),
+                None => groups.push((prefix, s[k].to_string(), k, vec![err])),
+            }
             continue;
         }
         let field = go_field(&ipath);
@@ -121,9 +186,53 @@ fn render_errors(errors: &[ValidationError<'_>], instance: &Json, schema: &Json)
                 .filter(|b| !b.is_empty())
                 .min_by_key(|b| b.len())
         {
-            lines.extend(render_errors(best, instance, schema));
+            let refs: Vec<&ValidationError<'_>> = best.iter().collect();
+            lines.extend(render_errors(&refs, instance, schema, s.len() + 1));
         }
-        keyed.push((order_key(&ipath, err.kind(), instance), lines));
+        keyed.push((
+            order_key(&ipath, keyword_phase(err.kind()), instance),
+            lines,
+        ));
+    }
+    for (_, kw, k, members) in groups {
+        let s = segs(members[0].schema_path().as_str());
+        let node_ptr = cut_pointer(members[0].instance_path().as_str(), instance_depth(&s[..k]));
+        let field = go_field(&node_ptr);
+        let mut lines = Vec::new();
+        let phase = if kw == "allOf" {
+            // Failing branches in order, then the allOf error.
+            let mut by_branch: Vec<(usize, Vec<&ValidationError<'_>>)> = Vec::new();
+            for m in members {
+                let i = segs(m.schema_path().as_str())
+                    .get(k + 1)
+                    .and_then(|x| x.parse::<usize>().ok())
+                    .unwrap_or(0);
+                match by_branch.iter_mut().find(|b| b.0 == i) {
+                    Some(b) => b.1.push(m),
+                    None => by_branch.push((i, vec![m])),
+                }
+            }
+            by_branch.sort_by_key(|b| b.0);
+            for (_, errs) in by_branch {
+                lines.extend(render_errors(&errs, instance, schema, k + 2));
+            }
+            lines.push(format!(
+                "- {field}: Must validate all the schemas (allOf)\n"
+            ));
+            3
+        } else {
+            let (a, b) = if kw == "then" {
+                ("then", "valid")
+            } else {
+                ("else", "not valid")
+            };
+            lines.push(format!(
+                "- {field}: Must validate \"{a}\" as \"if\" was {b}\n"
+            ));
+            lines.extend(render_errors(&members, instance, schema, k + 1));
+            6
+        };
+        keyed.push((order_key(&node_ptr, phase, instance), lines));
     }
     keyed.sort_by(|a, b| a.0.cmp(&b.0));
     keyed.into_iter().flat_map(|(_, l)| l).collect()
@@ -144,7 +253,7 @@ enum Seg {
 
 /// Where gojsonschema's `validateRecursive` reports an error: a sequence of
 /// (phase, segment) from the root, ending with the keyword's own phase.
-fn order_key(pointer: &str, kind: &K, instance: &Json) -> OrderKey {
+fn order_key(pointer: &str, phase: u32, instance: &Json) -> OrderKey {
     let mut key = Vec::new();
     let mut node = instance;
     if !pointer.is_empty() {
@@ -166,7 +275,7 @@ fn order_key(pointer: &str, kind: &K, instance: &Json) -> OrderKey {
             }
         }
     }
-    key.push((keyword_phase(kind), Seg::Here));
+    key.push((phase, Seg::Here));
     key
 }
 
@@ -433,5 +542,24 @@ mod tests {
         };
         let e = validate_against_schema(&chart, &Mapping::new()).unwrap_err();
         assert_eq!(e, "top:\n- (root): a is required\n");
+    }
+
+    /// allOf and if/then/else: gojsonschema's merged branch errors and its
+    /// own lines, as helm v3.17.3 printed them (the same on every run).
+    #[test]
+    fn all_of_and_conditions_like_helm() {
+        let schema = br#"{"allOf":[{"properties":{"x":{"type":"string"}}},{"required":["y"]}],"if":{"required":["z"]},"then":{"properties":{"w":{"minimum":3}}},"properties":{"arr":{"items":{"allOf":[{"type":"string"}]}}}}"#;
+        let values = crate::chart::coalesce::tests::y("x: 1\nz: 1\nw: 1\narr: [a, 1]\n");
+        assert_eq!(
+            validate_against_single_schema(&values, schema).unwrap_err(),
+            r#"- x: Invalid type. Expected: string, given: integer
+- (root): y is required
+- (root): Must validate all the schemas (allOf)
+- (root): Must validate "then" as "if" was valid
+- w: Must be greater than or equal to 3
+- arr.1: Invalid type. Expected: string, given: integer
+- arr.1: Must validate all the schemas (allOf)
+"#
+        );
     }
 }
