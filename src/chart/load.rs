@@ -404,9 +404,9 @@ pub fn load_files(files: Vec<BufferedFile>, warn: Warn) -> Result<Chart, LoadErr
                     )));
                 }
                 if name == "requirements.lock" {
-                    if !have_metadata {
-                        have_metadata = true;
-                    }
+                    // Helm creates (empty) metadata here when Chart.yaml is
+                    // absent, so validation reports the missing apiVersion.
+                    have_metadata = true;
                     if c.metadata.api_version != "v1" {
                         warn(
                             "load.go:138: Warning: Dependency locking is handled in Chart.lock since apiVersion \"v2\". We recommend migrating to Chart.lock.",
