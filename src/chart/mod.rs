@@ -3,3 +3,12 @@
 pub mod types;
 
 pub use types::{Chart, Dependency, File, Maintainer, Metadata};
+
+// Loading and values (chart helper).
+pub mod coalesce;
+pub mod dependencies;
+pub mod ignore;
+pub mod load;
+pub mod metadata;
+pub mod schema;
+pub mod strvals;
