@@ -384,7 +384,7 @@ pub fn to_render_values(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::chart::types::Metadata;
 
@@ -467,5 +467,63 @@ mod tests {
             json(&v),
             r#"{"b":2,"global":{"t":1,"u":1},"sub":{"global":{"g":1,"t":1,"u":1},"x":1}}"#
         );
+    }
+}
+
+/// A development harness for comparing with the real helm: with
+/// `ANTIOPA_DUMP_CHART=<chart dir>` (and optionally
+/// `ANTIOPA_DUMP_VALUES=<values file>`), prints `<templates path>\t<json>`
+/// for every chart that renders, i.e. what `{{ toJson .Values }}` shows in
+/// each chart's templates. Run with `cargo test --lib dump_values -- --ignored --nocapture`.
+#[cfg(test)]
+mod dump {
+    use super::*;
+
+    fn walk(c: &Chart, vals: &Mapping, out: &mut Vec<String>) {
+        if !c.is_library() {
+            let j = crate::chart::schema::to_json(&Yaml::Map(vals.clone()));
+            out.push(format!("{}/templates\t{}", c.full_path, j));
+        }
+        for d in &c.dependencies {
+            let sub = match vals.get(d.name()) {
+                Some(Yaml::Map(m)) => m.clone(),
+                _ => Mapping::new(),
+            };
+            walk(d, &sub, out);
+        }
+    }
+
+    #[test]
+    #[ignore]
+    fn dump_values() {
+        let Ok(dir) = std::env::var("ANTIOPA_DUMP_CHART") else {
+            return;
+        };
+        let mut chart = crate::chart::load::load(std::path::Path::new(&dir)).unwrap();
+        let opts = crate::chart::strvals::ValueOptions {
+            values_files: std::env::var("ANTIOPA_DUMP_VALUES")
+                .into_iter()
+                .filter(|v| !v.is_empty())
+                .collect(),
+            ..Default::default()
+        };
+        let user = opts.merge().unwrap();
+        let mut warnings = Vec::new();
+        let vals = to_render_values(&mut chart, &user, false, &mut |w: &str| {
+            warnings.push(w.to_string())
+        });
+        for w in &warnings {
+            println!("WARN\t{w}");
+        }
+        match vals {
+            Ok(v) => {
+                let mut out = Vec::new();
+                walk(&chart, &v, &mut out);
+                for l in out {
+                    println!("DUMP\t{l}");
+                }
+            }
+            Err(e) => println!("ERROR\t{e}"),
+        }
     }
 }

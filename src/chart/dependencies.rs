@@ -19,10 +19,10 @@ use crate::chart::metadata::{Version, go_quote};
 use crate::chart::types::{Chart, Dependency};
 use crate::yaml::{Mapping, Yaml};
 
-/// `action.CheckDependencies`: every `dependencies:` entry must have a chart
-/// under `charts/`. The error is Helm's text; `helm install/template` print
-/// it after "An error occurred while checking for chart dependencies. You
-/// may need to run `helm dependency build` to fetch missing dependencies: ".
+/// `action.CheckDependencies` as `helm install/template` report it: every
+/// `dependencies:` entry must have a chart under `charts/` (checked on the
+/// loaded chart, before [`process_dependencies`]). The error is the whole
+/// text helm prints after `Error: `.
 pub fn check_dependencies(chart: &Chart) -> Result<(), String> {
     let missing: Vec<&str> = chart
         .metadata
@@ -35,7 +35,7 @@ pub fn check_dependencies(chart: &Chart) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "found in Chart.yaml, but missing in charts/ directory: {}",
+            "An error occurred while checking for chart dependencies. You may need to run `helm dependency build` to fetch missing dependencies: found in Chart.yaml, but missing in charts/ directory: {}",
             missing.join(", ")
         ))
     }
@@ -566,6 +566,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn missing_dependencies() {
+        let mut c = Chart::default();
+        for n in ["x", "true"] {
+            c.metadata.dependencies.push(Dependency {
+                name: n.into(),
+                ..Default::default()
+            });
+        }
+        // helm v3.17.3's text for `- name: x` and `- name: y` (a YAML 1.1 bool).
+        assert_eq!(
+            check_dependencies(&c).unwrap_err(),
+            "An error occurred while checking for chart dependencies. You may need to run `helm dependency build` to fetch missing dependencies: found in Chart.yaml, but missing in charts/ directory: x, true"
+        );
+    }
+
+    #[test]
     fn ranges() {
         assert!(is_compatible_range("2.x.x", "2.31.4"));
         assert!(!is_compatible_range("2.x.x", "3.0.0"));
@@ -583,5 +599,230 @@ mod tests {
         assert!(!is_compatible_range("^1.0.0", "1.1.0-rc1"));
         assert!(is_compatible_range("0.0.0-undefined", "0.0.0-undefined"));
         assert!(!is_compatible_range("not a range", "1.0.0"));
+    }
+
+    fn tree(c: &Chart, out: &mut Vec<String>) {
+        out.push(format!(
+            "{}{}",
+            c.full_path,
+            if c.is_library() { " (library)" } else { "" }
+        ));
+        for d in &c.dependencies {
+            tree(d, out);
+        }
+    }
+
+    /// The subchart trees helm v3.17.3 renders for corpus cases (the
+    /// `# Source:` paths of expected/*.yaml, plus charts whose templates
+    /// print nothing, seen with a `{{ toJson .Values }}` probe template).
+    #[test]
+    fn corpus_dependency_trees() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
+        if !root.exists() {
+            return;
+        }
+        let cases: &[(&str, Option<&str>, &[&str])] = &[
+            (
+                "kube-prometheus-stack",
+                None,
+                &[
+                    "kube-prometheus-stack",
+                    "kube-prometheus-stack/charts/crds",
+                    "kube-prometheus-stack/charts/kube-state-metrics",
+                    "kube-prometheus-stack/charts/prometheus-node-exporter",
+                    "kube-prometheus-stack/charts/grafana",
+                ],
+            ),
+            (
+                "kube-prometheus-stack",
+                Some("kube-prometheus-stack-features"),
+                &[
+                    "kube-prometheus-stack",
+                    "kube-prometheus-stack/charts/crds",
+                    "kube-prometheus-stack/charts/kube-state-metrics",
+                    "kube-prometheus-stack/charts/prometheus-node-exporter",
+                    "kube-prometheus-stack/charts/grafana",
+                    "kube-prometheus-stack/charts/prometheus-windows-exporter",
+                ],
+            ),
+            (
+                "bitnami-wordpress",
+                None,
+                &[
+                    "wordpress",
+                    "wordpress/charts/mariadb",
+                    "wordpress/charts/mariadb/charts/common (library)",
+                    "wordpress/charts/common (library)",
+                ],
+            ),
+            (
+                "bitnami-wordpress",
+                Some("bitnami-wordpress-features"),
+                &[
+                    "wordpress",
+                    "wordpress/charts/memcached",
+                    "wordpress/charts/memcached/charts/common (library)",
+                    "wordpress/charts/mariadb",
+                    "wordpress/charts/mariadb/charts/common (library)",
+                    "wordpress/charts/common (library)",
+                ],
+            ),
+            (
+                "linkerd-control-plane",
+                Some("linkerd-control-plane-ha"),
+                &[
+                    "linkerd-control-plane",
+                    "linkerd-control-plane/charts/partials",
+                ],
+            ),
+        ];
+        for (chart, values, want) in cases {
+            let mut c = crate::chart::load::load(&root.join("charts").join(chart)).unwrap();
+            let opts = crate::chart::strvals::ValueOptions {
+                values_files: values
+                    .iter()
+                    .map(|v| root.join(format!("values/{v}.yaml")).display().to_string())
+                    .collect(),
+                ..Default::default()
+            };
+            let user = opts.merge().unwrap();
+            process_dependencies(&mut c, &user, &mut |_: &str| {}).unwrap();
+            let mut got = Vec::new();
+            tree(&c, &mut got);
+            let mut want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
+            got.sort();
+            want.sort();
+            assert_eq!(got, want, "{chart} {values:?}");
+        }
+    }
+
+    /// Aliases (three copies of one subchart), a tag and a condition that
+    /// disable two of them, a library chart, a dependency without
+    /// `version:` (never matched, removed by name), both import-values
+    /// forms, `null` deletion, type-mismatch warnings and the shallow copy
+    /// of nested globals (the subchart's `global.a.b.d` shows up in the
+    /// parent): `.Values` as helm v3.17.3 rendered them with `-f user.yaml`.
+    #[test]
+    fn aliases_imports_globals_like_helm() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        let w = |name: &str, text: &str| {
+            let p = d.join(name);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        w(
+            "Chart.yaml",
+            r#"apiVersion: v2
+name: top
+version: 1.0.0
+dependencies:
+- name: sub
+  version: "~0.1"
+  alias: first
+  import-values:
+  - data
+  - child: deep.x
+    parent: imported.here
+- name: sub
+  version: 0.1.x
+  alias: second
+  condition: second.enabled,global.second
+- name: sub
+  version: ">=0.1"
+  alias: third
+  tags: [t1, t2]
+- name: lib
+  version: 1.0.0
+- name: other
+  condition: other.enabled
+"#,
+        );
+        w(
+            "values.yaml",
+            r#"global:
+  a: {b: {c: 1}}
+  s: top
+tags:
+  t1: false
+second:
+  enabled: false
+first:
+  keep: 1
+  drop: 2
+  tbl: {x: 1}
+data: {fromParent: 1}
+imported: {here: {p: 1}}
+other:
+  enabled: false
+"#,
+        );
+        w(
+            "charts/sub/Chart.yaml",
+            r#"apiVersion: v2
+name: sub
+version: 0.1.5
+"#,
+        );
+        w(
+            "charts/sub/values.yaml",
+            r#"global:
+  a: {b: {d: 2}}
+  s: sub
+exports:
+  data: {fromSub: 1, fromParent: 2}
+deep: {x: {y: 1, p: 9}}
+keep: 0
+drop: 0
+tbl: 5
+enabled: true
+"#,
+        );
+        w(
+            "charts/lib/Chart.yaml",
+            "apiVersion: v2\nname: lib\nversion: 1.0.0\ntype: library\n",
+        );
+        w("charts/lib/values.yaml", "libval: 1\n");
+        w(
+            "charts/other/Chart.yaml",
+            "apiVersion: v2\nname: other\nversion: 2.0.0\n",
+        );
+        w("charts/other/values.yaml", "o: 1\n");
+        let mut chart = crate::chart::load::load(d).unwrap();
+        let user = crate::chart::coalesce::tests::y("first:\n  drop: null\n  tbl: 3\n");
+        let mut warnings = Vec::new();
+        let vals =
+            crate::chart::coalesce::to_render_values(&mut chart, &user, false, &mut |w: &str| {
+                warnings.push(w.to_string())
+            })
+            .unwrap();
+        let mut names = Vec::new();
+        tree(&chart, &mut names);
+        names.sort();
+        assert_eq!(
+            names,
+            vec!["top", "top/charts/first", "top/charts/lib (library)"]
+        );
+        let json = |m: &Mapping| crate::chart::schema::to_json(&Yaml::Map(m.clone())).to_string();
+        assert_eq!(
+            json(&vals),
+            r#"{"data":{"fromParent":1},"first":{"deep":{"x":{"p":9,"true":1}},"enabled":true,"exports":{"data":{"fromParent":2,"fromSub":1}},"global":{"a":{"b":{"c":1,"d":2}},"s":"top"},"keep":1,"tbl":3},"fromParent":2,"fromSub":1,"global":{"a":{"b":{"c":1,"d":2}},"s":"top"},"imported":{"here":{"p":1,"true":1}},"lib":{"global":{"a":{"b":{"c":1,"d":2}},"s":"top"},"libval":1},"other":{"enabled":false},"second":{"enabled":false},"tags":{"t1":false}}"#
+        );
+        let Some(Yaml::Map(first)) = vals.get("first") else {
+            panic!("no first");
+        };
+        assert_eq!(
+            json(first),
+            r#"{"deep":{"x":{"p":9,"true":1}},"enabled":true,"exports":{"data":{"fromParent":2,"fromSub":1}},"global":{"a":{"b":{"c":1,"d":2}},"s":"top"},"keep":1,"tbl":3}"#
+        );
+        warnings.sort();
+        assert_eq!(
+            warnings,
+            vec![
+                "coalesce.go:237: warning: skipped value for top.first.tbl: Not a table.",
+                "coalesce.go:298: warning: cannot overwrite table with non table for top.first.tbl (map[x:1])",
+                "coalesce.go:298: warning: cannot overwrite table with non table for top.first.tbl (map[x:1])",
+            ]
+        );
     }
 }

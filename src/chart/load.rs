@@ -9,6 +9,7 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::chart::coalesce::Warn;
 use crate::chart::ignore::Rules;
 use crate::chart::metadata::{self, go_quote};
 use crate::chart::types::{Chart, File};
@@ -43,27 +44,56 @@ pub struct BufferedFile {
     pub data: Vec<u8>,
 }
 
-/// Parse YAML text the way sigs.k8s.io/yaml does before Helm sees it.
+/// Parse YAML text as sigs.k8s.io/yaml.Unmarshal into `interface{}` does
+/// (numbers float64). The error is Helm's full text
+/// (`error converting YAML to JSON: yaml: line N: …`).
 ///
-/// This is the single place where the chart module parses YAML; it calls the
-/// crate's YAML loader (`crate::yaml::from_yaml`). The error text is the
-/// loader's (`yaml: line N: …`).
+/// This and [`parse_yaml_typed`] are the only places the chart module parses
+/// YAML. Until the crate's YAML loader is merged they use the stand-in
+/// below; at the merge their bodies become
+/// `crate::yaml::from_yaml(src).map_err(|e| e.to_string())` and
+/// `crate::yaml::load(src, crate::yaml::Numbers::Yaml).map_err(|e|
+/// format!("error converting YAML to JSON: {e}"))`, and `mod yaml_shim`
+/// goes away.
 pub(crate) fn parse_yaml(src: &str) -> Result<Yaml, String> {
-    yaml_shim::from_yaml(src)
+    crate::yaml::from_yaml(src).map_err(|e| e.to_string())
+}
+
+/// Parse YAML keeping yaml.v2's int/float distinction, for decoding into Go
+/// structs (`Chart.yaml`, where sigs.k8s.io/yaml turns an int `12345678`
+/// into "12345678" but a float into `FormatFloat(f, 'g', -1, 32)`).
+pub(crate) fn parse_yaml_typed(src: &str) -> Result<Yaml, String> {
+    crate::yaml::load(src, crate::yaml::Numbers::Yaml)
+        .map_err(|e| format!("error converting YAML to JSON: {e}"))
 }
 
 /// Load a chart from a directory or a gzipped tar archive (Helm's
 /// `loader.Load`).
 pub fn load(path: &Path) -> Result<Chart, LoadError> {
+    load_with_warnings(path, &mut crate::chart::coalesce::stderr_warn)
+}
+
+/// [`load`], sending Helm's loader warnings (`load.go:120: Warning: …`, the
+/// line its `log.Printf` prints) to `warn`.
+pub fn load_with_warnings(path: &Path, warn: Warn) -> Result<Chart, LoadError> {
     let meta = std::fs::metadata(path)
         .map_err(|_| LoadError::NotFound(path.to_string_lossy().into_owned()))?;
     let mut chart = if meta.is_dir() {
-        load_dir(path)?
+        load_dir(path, warn)?
     } else {
-        load_file(path)?
+        load_file(path, warn)?
     };
     set_full_paths(&mut chart, "");
     Ok(chart)
+}
+
+/// `checkIfInstallable` of `helm install/template`: only application charts
+/// render (`Error: library charts are not installable`).
+pub fn check_installable(chart: &Chart) -> Result<(), String> {
+    match chart.metadata.chart_type.as_str() {
+        "" | "application" => Ok(()),
+        t => Err(format!("{t} charts are not installable")),
+    }
 }
 
 /// Recompute `full_path` for a chart tree (Helm's `ChartFullPath`:
@@ -82,7 +112,7 @@ pub fn set_full_paths(chart: &mut Chart, parent: &str) {
 
 /// `LoadDir`: walk the directory (following symlinks, names sorted within
 /// each directory as Go's `filepath.Walk` does), applying `.helmignore`.
-pub fn load_dir(dir: &Path) -> Result<Chart, LoadError> {
+pub fn load_dir(dir: &Path, warn: Warn) -> Result<Chart, LoadError> {
     let top = std::path::absolute(dir).map_err(|e| invalid(e.to_string()))?;
     let mut rules = Rules::empty();
     let ifile = top.join(".helmignore");
@@ -93,7 +123,7 @@ pub fn load_dir(dir: &Path) -> Result<Chart, LoadError> {
     rules.add_defaults();
     let mut files = Vec::new();
     walk(&top, "", &rules, &mut files)?;
-    load_files(files)
+    load_files(files, warn)
 }
 
 fn walk(
@@ -152,7 +182,7 @@ fn walk(
 }
 
 /// `LoadFile`: a chart archive on disk, with Helm's content sniffing.
-pub fn load_file(path: &Path) -> Result<Chart, LoadError> {
+pub fn load_file(path: &Path, warn: Warn) -> Result<Chart, LoadError> {
     let name = path.to_string_lossy().into_owned();
     let data = std::fs::read(path).map_err(|e| invalid(format!("open {name}: {e}")))?;
     // Helm sniffs a 512-byte buffer, zero-padded when the file is shorter.
@@ -170,7 +200,7 @@ pub fn load_file(path: &Path) -> Result<Chart, LoadError> {
             detect_content_type(head)
         )));
     }
-    load_archive(&data)
+    load_archive(&data, warn)
 }
 
 /// A reduced `http.DetectContentType` for the non-gzip case of Helm's
@@ -189,8 +219,8 @@ fn detect_content_type(head: &[u8]) -> &'static str {
 }
 
 /// `LoadArchive`: a gzipped tar held in memory.
-pub fn load_archive(data: &[u8]) -> Result<Chart, LoadError> {
-    load_files(load_archive_files(data)?)
+pub fn load_archive(data: &[u8], warn: Warn) -> Result<Chart, LoadError> {
+    load_files(load_archive_files(data)?, warn)
 }
 
 /// `LoadArchiveFiles`: unpack, dropping the top directory of each entry.
@@ -323,18 +353,19 @@ fn go_ext(name: &str) -> &str {
     }
 }
 
-fn load_yaml_doc(data: &[u8], what: &str) -> Result<Yaml, LoadError> {
+fn load_yaml_doc(data: &[u8], what: &str, typed: bool) -> Result<Yaml, LoadError> {
     let text = String::from_utf8_lossy(data);
-    parse_yaml(&text).map_err(|e| {
-        invalid(format!(
-            "cannot load {what}: error converting YAML to JSON: {e}"
-        ))
-    })
+    let doc = if typed {
+        parse_yaml_typed(&text)
+    } else {
+        parse_yaml(&text)
+    };
+    doc.map_err(|e| invalid(format!("cannot load {what}: {e}")))
 }
 
 /// `LoadFiles`: sort files into the chart, validate its metadata, then load
 /// the subcharts found under `charts/`.
-pub fn load_files(files: Vec<BufferedFile>) -> Result<Chart, LoadError> {
+pub fn load_files(files: Vec<BufferedFile>, warn: Warn) -> Result<Chart, LoadError> {
     let mut c = Chart::default();
     let mut have_metadata = false;
     let mut nulls = metadata::NullEntries::default();
@@ -346,7 +377,7 @@ pub fn load_files(files: Vec<BufferedFile>) -> Result<Chart, LoadError> {
     for f in &files {
         if f.name == "Chart.yaml" {
             have_metadata = true;
-            let doc = load_yaml_doc(&f.data, "Chart.yaml")?;
+            let doc = load_yaml_doc(&f.data, "Chart.yaml", true)?;
             metadata::decode_metadata(&doc, &mut c.metadata).map_err(|e| {
                 invalid(format!(
                     "cannot load Chart.yaml: error unmarshaling JSON: while decoding JSON: {e}"
@@ -366,7 +397,7 @@ pub fn load_files(files: Vec<BufferedFile>) -> Result<Chart, LoadError> {
             "Chart.yaml" => continue,
             "Chart.lock" | "requirements.lock" => {
                 let what = name.to_string();
-                let doc = load_yaml_doc(&f.data, &what)?;
+                let doc = load_yaml_doc(&f.data, &what, false)?;
                 if !matches!(doc, Yaml::Map(_) | Yaml::Null) {
                     return Err(invalid(format!(
                         "cannot load {what}: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type chart.Lock",
@@ -374,12 +405,12 @@ pub fn load_files(files: Vec<BufferedFile>) -> Result<Chart, LoadError> {
                     )));
                 }
                 if name == "requirements.lock" {
-                    if !have_metadata {
-                        have_metadata = true;
-                    }
+                    // Helm creates (empty) metadata here when Chart.yaml is
+                    // absent, so validation reports the missing apiVersion.
+                    have_metadata = true;
                     if c.metadata.api_version != "v1" {
-                        eprintln!(
-                            "Warning: Dependency locking is handled in Chart.lock since apiVersion \"v2\". We recommend migrating to Chart.lock."
+                        warn(
+                            "load.go:138: Warning: Dependency locking is handled in Chart.lock since apiVersion \"v2\". We recommend migrating to Chart.lock.",
                         );
                     }
                     if c.metadata.api_version == "v1" {
@@ -388,7 +419,7 @@ pub fn load_files(files: Vec<BufferedFile>) -> Result<Chart, LoadError> {
                 }
             }
             "values.yaml" => {
-                let doc = load_yaml_doc(&f.data, "values.yaml")?;
+                let doc = load_yaml_doc(&f.data, "values.yaml", false)?;
                 c.values = match doc {
                     Yaml::Map(m) => m,
                     Yaml::Null => Mapping::new(),
@@ -404,11 +435,11 @@ pub fn load_files(files: Vec<BufferedFile>) -> Result<Chart, LoadError> {
             "requirements.yaml" => {
                 have_metadata = true;
                 if c.metadata.api_version != "v1" {
-                    eprintln!(
-                        "Warning: Dependencies are handled in Chart.yaml since apiVersion \"v2\". We recommend migrating dependencies to Chart.yaml."
+                    warn(
+                        "load.go:120: Warning: Dependencies are handled in Chart.yaml since apiVersion \"v2\". We recommend migrating dependencies to Chart.yaml.",
                     );
                 }
-                let doc = load_yaml_doc(&f.data, "requirements.yaml")?;
+                let doc = load_yaml_doc(&f.data, "requirements.yaml", true)?;
                 metadata::decode_metadata(&doc, &mut c.metadata).map_err(|e| {
                     invalid(format!(
                         "cannot load requirements.yaml: error unmarshaling JSON: while decoding JSON: {e}"
@@ -467,7 +498,7 @@ pub fn load_files(files: Vec<BufferedFile>) -> Result<Chart, LoadError> {
                     c.metadata.name, first.name
                 )));
             }
-            load_archive(&first.data)
+            load_archive(&first.data, warn)
         } else {
             let mut buff = Vec::with_capacity(files.len());
             for mut f in files {
@@ -477,7 +508,7 @@ pub fn load_files(files: Vec<BufferedFile>) -> Result<Chart, LoadError> {
                 f.name = rest.to_string();
                 buff.push(f);
             }
-            load_files(buff)
+            load_files(buff, warn)
         };
         match sc {
             Ok(sc) => c.dependencies.push(sc),
@@ -500,190 +531,6 @@ fn kind_name(v: &Yaml) -> &'static str {
         Yaml::Str(_) => "string",
         Yaml::Seq(_) => "array",
         Yaml::Map(_) => "object",
-    }
-}
-
-/// A stand-in YAML loader used until the crate's `yaml::from_yaml` is
-/// merged: saphyr-parser events resolved with yaml.v2's YAML 1.1 rules
-/// (bools `yes/no/on/off`, `~`/`null`, ints and floats all as float64,
-/// merge keys `<<`, first document only), keys stringified as
-/// sigs.k8s.io/yaml does.
-mod yaml_shim {
-    use saphyr_parser::{Event, Parser, ScalarStyle};
-
-    use crate::chart::metadata::number_to_target_string;
-    use crate::yaml::{Mapping, Yaml};
-
-    pub fn from_yaml(src: &str) -> Result<Yaml, String> {
-        let mut parser = Parser::new_from_str(src);
-        let mut anchors: Vec<(usize, Yaml)> = Vec::new();
-        // Stack of open collections: (anchor, node, pending key).
-        enum Open {
-            Seq(usize, Vec<Yaml>),
-            Map(usize, Mapping, Option<Yaml>),
-        }
-        let mut stack: Vec<Open> = Vec::new();
-        let mut result: Option<Yaml> = None;
-        let mut in_doc = false;
-        loop {
-            let ev = match parser.next_event() {
-                None => break,
-                Some(Err(e)) => {
-                    return Err(format!("yaml: line {}: {}", e.marker().line(), e.info()));
-                }
-                Some(Ok((ev, _))) => ev,
-            };
-            let (node, anchor) = match ev {
-                Event::StreamEnd => break,
-                Event::DocumentStart(_) => {
-                    if result.is_some() {
-                        break;
-                    }
-                    in_doc = true;
-                    continue;
-                }
-                Event::DocumentEnd => {
-                    if in_doc && result.is_some() {
-                        break;
-                    }
-                    continue;
-                }
-                Event::SequenceStart(a, _) => {
-                    stack.push(Open::Seq(a, Vec::new()));
-                    continue;
-                }
-                Event::MappingStart(a, _) => {
-                    stack.push(Open::Map(a, Mapping::new(), None));
-                    continue;
-                }
-                Event::SequenceEnd => match stack.pop() {
-                    Some(Open::Seq(a, v)) => (Yaml::Seq(v), a),
-                    _ => return Err("yaml: unbalanced sequence".into()),
-                },
-                Event::MappingEnd => match stack.pop() {
-                    Some(Open::Map(a, m, _)) => (Yaml::Map(m), a),
-                    _ => return Err("yaml: unbalanced mapping".into()),
-                },
-                Event::Alias(id) => {
-                    let v = anchors
-                        .iter()
-                        .rev()
-                        .find(|(a, _)| *a == id)
-                        .map(|(_, v)| v.clone())
-                        .ok_or_else(|| "yaml: unknown anchor referenced".to_string())?;
-                    (v, 0)
-                }
-                Event::Scalar(text, style, a, tag) => {
-                    let is_str_tag = tag.as_ref().is_some_and(|t| t.suffix == "str");
-                    let v = if style != ScalarStyle::Plain || is_str_tag {
-                        Yaml::Str(text.into_owned())
-                    } else {
-                        resolve_plain(&text)
-                    };
-                    (v, a)
-                }
-                _ => continue,
-            };
-            if anchor > 0 {
-                anchors.push((anchor, node.clone()));
-            }
-            match stack.last_mut() {
-                None => {
-                    result = Some(node);
-                }
-                Some(Open::Seq(_, v)) => v.push(node),
-                Some(Open::Map(_, m, pending)) => match pending.take() {
-                    None => *pending = Some(node),
-                    Some(key) => {
-                        let is_merge = matches!(&key, Yaml::Str(s) if s == "<<");
-                        if is_merge {
-                            let sources = match node {
-                                Yaml::Seq(items) => items,
-                                other => vec![other],
-                            };
-                            for src in sources {
-                                if let Yaml::Map(sm) = src {
-                                    for (k, v) in sm {
-                                        m.entry(k).or_insert(v);
-                                    }
-                                }
-                            }
-                        } else {
-                            m.insert(key_string(&key)?, node);
-                        }
-                    }
-                },
-            }
-        }
-        Ok(result.unwrap_or(Yaml::Null))
-    }
-
-    fn key_string(k: &Yaml) -> Result<String, String> {
-        Ok(match k {
-            Yaml::Str(s) => s.clone(),
-            Yaml::Bool(b) => b.to_string(),
-            Yaml::Int(i) => i.to_string(),
-            Yaml::Float(f) => number_to_target_string(*f),
-            Yaml::Null => "null".to_string(),
-            _ => return Err("unsupported map key".into()),
-        })
-    }
-
-    fn resolve_plain(s: &str) -> Yaml {
-        match s {
-            "" | "~" | "null" | "Null" | "NULL" => return Yaml::Null,
-            "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
-                return Yaml::Bool(true);
-            }
-            "n" | "N" | "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off"
-            | "OFF" => return Yaml::Bool(false),
-            ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => {
-                return Yaml::Float(f64::INFINITY);
-            }
-            "-.inf" | "-.Inf" | "-.INF" => return Yaml::Float(f64::NEG_INFINITY),
-            ".nan" | ".NaN" | ".NAN" => return Yaml::Float(f64::NAN),
-            _ => {}
-        }
-        let plain = s.replace('_', "");
-        let (neg, body) = match plain.strip_prefix('-') {
-            Some(b) => (true, b),
-            None => (false, plain.strip_prefix('+').unwrap_or(&plain)),
-        };
-        let sign = if neg { -1.0 } else { 1.0 };
-        if let Some(h) = body.strip_prefix("0x") {
-            if let Ok(v) = i64::from_str_radix(h, 16) {
-                return Yaml::Float(sign * v as f64);
-            }
-        } else if let Some(b) = body.strip_prefix("0b") {
-            if let Ok(v) = i64::from_str_radix(b, 2) {
-                return Yaml::Float(sign * v as f64);
-            }
-        } else if body.len() > 1
-            && body.starts_with('0')
-            && body.bytes().all(|c| c.is_ascii_digit())
-            && let Ok(v) = i64::from_str_radix(&body[1..], 8)
-        {
-            return Yaml::Float(sign * v as f64);
-        }
-        if !body.is_empty()
-            && body.bytes().all(|c| c.is_ascii_digit())
-            && let Ok(v) = body.parse::<f64>()
-        {
-            return Yaml::Float(sign * v);
-        }
-        // yaml.v2's float regexp: [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
-        let b = body.as_bytes();
-        let looks_float = !b.is_empty()
-            && b.iter()
-                .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'-' | b'+'))
-            && (b[0].is_ascii_digit() || (b[0] == b'.' && b.len() > 1 && b[1].is_ascii_digit()));
-        if looks_float
-            && s == s.trim()
-            && let Ok(v) = plain.parse::<f64>()
-        {
-            return Yaml::Float(v);
-        }
-        Yaml::Str(s.to_string())
     }
 }
 
@@ -750,6 +597,63 @@ mod tests {
         assert_eq!(names(&sub.templates), vec!["templates/.hidden"]);
     }
 
+    /// `.Files` as helm v3.17.3 lists them for the same tree; with a `!`
+    /// rule every other path is ignored (Helm's inverted negation), so
+    /// Chart.yaml itself goes missing.
+    #[test]
+    fn helmignore_like_helm() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        write(d, "Chart.yaml", "apiVersion: v2\nname: c\nversion: 1.0.0\n");
+        write(
+            d,
+            "charts/s/Chart.yaml",
+            "apiVersion: v2\nname: s\nversion: 1.0.0\n",
+        );
+        write(
+            d,
+            ".helmignore",
+            "*.bak\n/top.txt\nfiles/d/\n*.tmp\n# c\nx/\n",
+        );
+        write(d, "charts/s/.helmignore", "*\n");
+        for f in [
+            "top.txt",
+            "a.bak",
+            "files/top.txt",
+            "files/d/in.txt",
+            "files/ok.txt",
+            "keep.tmp",
+            "other.tmp",
+            "templates/.h",
+            "templates/sub/.h",
+            "templates/a.yaml",
+            "charts/s/x/y",
+            "charts/s/a.bak",
+            "charts/s/f.txt",
+        ] {
+            write(d, f, "");
+        }
+        let c = load(d).unwrap();
+        let names = |fs: &[File]| fs.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            names(&c.files),
+            vec![".helmignore", "files/ok.txt", "files/top.txt"]
+        );
+        assert_eq!(
+            names(&c.templates),
+            vec!["templates/a.yaml", "templates/sub/.h"]
+        );
+        assert_eq!(
+            names(&c.dependencies[0].files),
+            vec![".helmignore", "f.txt"]
+        );
+        write(d, ".helmignore", "*.bak\n!keep.tmp\n");
+        assert_eq!(
+            load(d).unwrap_err().to_string(),
+            "Chart.yaml file is missing"
+        );
+    }
+
     #[test]
     fn chart_yaml_errors() {
         let t = tempfile::tempdir().unwrap();
@@ -777,6 +681,45 @@ mod tests {
             load(d).unwrap_err().to_string(),
             "Chart.yaml file is missing"
         );
+    }
+
+    /// helm v3.17.3: a v2 chart with requirements.yaml warns (and does not
+    /// expose the file); without Chart.yaml the metadata exists but has no
+    /// apiVersion.
+    #[test]
+    fn requirements_yaml() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        write(d, "Chart.yaml", "apiVersion: v2\nname: c\nversion: 1.0.0\n");
+        write(d, "requirements.yaml", "dependencies: []\n");
+        let mut warnings = Vec::new();
+        let c = load_with_warnings(d, &mut |w: &str| warnings.push(w.to_string())).unwrap();
+        assert!(c.files.is_empty());
+        assert_eq!(
+            warnings,
+            vec![
+                "load.go:120: Warning: Dependencies are handled in Chart.yaml since apiVersion \"v2\". We recommend migrating dependencies to Chart.yaml."
+            ]
+        );
+        std::fs::remove_file(d.join("Chart.yaml")).unwrap();
+        let e = load_with_warnings(d, &mut |_: &str| {}).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "validation: chart.metadata.apiVersion is required"
+        );
+        write(
+            d,
+            "Chart.yaml",
+            "name: c\nversion: 1.0.0\ndependencies:\n- name: a\n",
+        );
+        write(
+            d,
+            "requirements.yaml",
+            "dependencies:\n- name: b\n  version: 1.0.0\n",
+        );
+        let c = load_with_warnings(d, &mut |_: &str| {}).unwrap();
+        assert_eq!(c.metadata.dependencies[0].name, "b");
+        assert_eq!(c.files[0].name, "requirements.yaml");
     }
 
     #[test]

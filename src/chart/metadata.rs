@@ -31,63 +31,6 @@ fn json_kind(v: &Yaml) -> &'static str {
     }
 }
 
-/// sigs.k8s.io/yaml turns a YAML number decoded by yaml.v2 into a string
-/// when the Go target is a string: ints with `FormatInt`, floats with
-/// `FormatFloat(f, 'g', -1, 32)`. Our YAML model keeps every number as a
-/// float64, so an integral value is printed as yaml.v2's int would be.
-pub(crate) fn number_to_target_string(f: f64) -> String {
-    if f.is_finite() && f.fract() == 0.0 && f.abs() < 9.2e18 {
-        return format!("{}", f as i64);
-    }
-    format_float32_g(f)
-}
-
-/// Go's `strconv.FormatFloat(f, 'g', -1, 32)`.
-fn format_float32_g(f: f64) -> String {
-    let x = f as f32;
-    if x.is_nan() {
-        return "NaN".into();
-    }
-    if x.is_infinite() {
-        return if x > 0.0 {
-            "+Inf".into()
-        } else {
-            "-Inf".into()
-        };
-    }
-    if x == 0.0 {
-        return if x.is_sign_negative() {
-            "-0".into()
-        } else {
-            "0".into()
-        };
-    }
-    // Rust's `{:e}` gives the shortest round-tripping digits: "1.25e-7".
-    let s = format!("{:e}", x.abs());
-    let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: String = mant.chars().filter(|c| *c != '.').collect();
-    let neg = if x < 0.0 { "-" } else { "" };
-    if !(-4..6).contains(&exp) {
-        let mut m = digits[..1].to_string();
-        if digits.len() > 1 {
-            m.push('.');
-            m.push_str(&digits[1..]);
-        }
-        let sign = if exp < 0 { '-' } else { '+' };
-        return format!("{neg}{m}e{sign}{:02}", exp.abs());
-    }
-    let dp = exp + 1; // digits before the decimal point
-    let out = if dp <= 0 {
-        format!("0.{}{}", "0".repeat((-dp) as usize), digits)
-    } else if dp as usize >= digits.len() {
-        format!("{}{}", digits, "0".repeat(dp as usize - digits.len()))
-    } else {
-        format!("{}.{}", &digits[..dp as usize], &digits[dp as usize..])
-    };
-    format!("{neg}{out}")
-}
-
 /// A value aimed at a Go `string` field.
 fn as_string(v: &Yaml, strukt: &str, field: &str) -> Result<Option<String>, String> {
     match v {
@@ -95,7 +38,7 @@ fn as_string(v: &Yaml, strukt: &str, field: &str) -> Result<Option<String>, Stri
         Yaml::Str(s) => Ok(Some(s.clone())),
         Yaml::Bool(b) => Ok(Some(b.to_string())),
         Yaml::Int(i) => Ok(Some(i.to_string())),
-        Yaml::Float(f) => Ok(Some(number_to_target_string(*f))),
+        Yaml::Float(_) => Ok(crate::yaml::go_string_field(v)),
         other => Err(type_error(json_kind(other), strukt, field, "string")),
     }
 }
@@ -609,12 +552,20 @@ mod tests {
     fn numbers_become_strings_like_sigs_yaml() {
         // Helm prints `.Chart.Version` 1 for `version: 1.0`, 1.1 for
         // `appVersion: 1.10`, 12345678 and 1000 for `12345678` / `1e3`.
-        assert_eq!(number_to_target_string(1.0), "1");
-        assert_eq!(number_to_target_string(1.10), "1.1");
-        assert_eq!(number_to_target_string(12345678.0), "12345678");
-        assert_eq!(number_to_target_string(1e3), "1000");
-        assert_eq!(format_float32_g(0.1), "0.1");
-        assert_eq!(format_float32_g(1.5e-7), "1.5e-07");
+        let doc = crate::chart::load::parse_yaml_typed(
+            "a: 1.0\nb: 1.10\nc: 12345678\nd: 1e3\ne: 0.1\nf: 1.5e-7\n",
+        )
+        .expect("valid YAML");
+        let Yaml::Map(m) = doc else {
+            panic!("not a map: {doc:?}")
+        };
+        let s = |k: &str| as_string(&m[k], "Metadata", k).ok().flatten();
+        assert_eq!(s("a").as_deref(), Some("1"));
+        assert_eq!(s("b").as_deref(), Some("1.1"));
+        assert_eq!(s("c").as_deref(), Some("12345678"));
+        assert_eq!(s("d").as_deref(), Some("1000"));
+        assert_eq!(s("e").as_deref(), Some("0.1"));
+        assert_eq!(s("f").as_deref(), Some("1.5e-07"));
     }
 
     #[test]

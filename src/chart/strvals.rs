@@ -585,11 +585,8 @@ impl ValueOptions {
         for path in &self.values_files {
             let bytes = read_file(path).map_err(OptionsError)?;
             let text = String::from_utf8_lossy(&bytes);
-            let doc = crate::chart::load::parse_yaml(&text).map_err(|e| {
-                OptionsError(format!(
-                    "failed to parse {path}: error converting YAML to JSON: {e}"
-                ))
-            })?;
+            let doc = crate::chart::load::parse_yaml(&text)
+                .map_err(|e| OptionsError(format!("failed to parse {path}: {e}")))?;
             let current = match doc {
                 Yaml::Map(m) => m,
                 Yaml::Null => Mapping::new(),
@@ -748,5 +745,60 @@ mod tests {
             missing.merge().unwrap_err().to_string(),
             "open /nonexistent.yaml: no such file or directory"
         );
+    }
+
+    /// `helm template --set <expr>` with `{{ toJson .Values }}` (helm
+    /// v3.17.3); integers are int64 (`kindOf` said so).
+    #[test]
+    fn set_matches_helm() {
+        let cases: &[(&str, &str)] = &[
+            ("a=1", r#"{"a":1}"#),
+            ("a=1.5", r#"{"a":"1.5"}"#),
+            ("a=0x10", r#"{"a":"0x10"}"#),
+            ("a=-3", r#"{"a":-3}"#),
+            ("a=+3", r#"{"a":3}"#),
+            ("a=9223372036854775808", r#"{"a":"9223372036854775808"}"#),
+            ("a=TRUE", r#"{"a":true}"#),
+            ("a=Null", r#"{"a":null}"#),
+            ("a=", r#"{"a":""}"#),
+            ("a={}", r#"{"a":[""]}"#),
+            ("a={a,b},c=1", r#"{"a":["a","b"],"c":1}"#),
+            ("a[2]=x", r#"{"a":[null,null,"x"]}"#),
+            ("a[0][1]=y", r#"{"a":[[null,"y"]]}"#),
+            ("a[0].b=1,a[0].c=2", r#"{"a":[{"b":1,"c":2}]}"#),
+            ("a.b\\.c=1", r#"{"a":{"b.c":1}}"#),
+            ("a=x\\=y", r#"{"a":"x=y"}"#),
+            ("a=b=c", r#"{"a":"b=c"}"#),
+            ("a[0]=1,a[0].b=2", r#"{"a":[{"b":2}]}"#),
+            ("a.b=1,a=2", r#"{"a":2}"#),
+            ("a[1]", r#"{"a":[]}"#),
+            ("a=[1]", r#"{"a":"[1]"}"#),
+            ("a={1,{2}", r#"{"a":[1,"{2"]}"#),
+            (
+                "a=1,,b=2",
+                "failed parsing --set data: key \"\" has no value (cannot end with ,)",
+            ),
+            ("a.b", "failed parsing --set data: key \"b\" has no value"),
+            (
+                "a=1,a.b=1",
+                "failed parsing --set data: unable to parse key: interface conversion: interface {} is int64, not map[string]interface {}",
+            ),
+            (
+                "a[0]=1,a.b=2",
+                "failed parsing --set data: unable to parse key: interface conversion: interface {} is []interface {}, not map[string]interface {}",
+            ),
+            ("a=x,b", "failed parsing --set data: key \"b\" has no value"),
+        ];
+        for (expr, want) in cases {
+            let opts = ValueOptions {
+                set: vec![expr.to_string()],
+                ..Default::default()
+            };
+            let got = match opts.merge() {
+                Ok(m) => json(&m),
+                Err(e) => e.to_string(),
+            };
+            assert_eq!(&got, want, "--set {expr}");
+        }
     }
 }
