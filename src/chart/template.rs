@@ -151,11 +151,8 @@ pub fn run(
         let _ = writeln!(log, "WARNING: This chart is deprecated");
     }
     if !chart.metadata.dependencies.is_empty() {
-        crate::chart::dependencies::check_dependencies(&chart).map_err(|e| {
-            err(format!(
-                "An error occurred while checking for chart dependencies. You may need to run `helm dependency build` to fetch missing dependencies: {e}"
-            ))
-        })?;
+        // The error is already Helm's whole text.
+        crate::chart::dependencies::check_dependencies(&chart).map_err(err)?;
     }
     // action.Install.availableName
     if name.is_empty() {
