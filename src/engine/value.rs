@@ -243,6 +243,15 @@ impl Value {
         }
     }
 
+    /// The value Go's reflection would see for `range`, `len` and `index`:
+    /// a named map or slice type's underlying collection, else the value.
+    pub fn underlying(&self) -> Value {
+        match self {
+            Value::Object(o) => o.underlying().unwrap_or_else(|| self.clone()),
+            other => other.clone(),
+        }
+    }
+
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Value::Str(s) => Some(s),
