@@ -72,8 +72,14 @@ fn module_config(name: &str, data: &BTreeMap<String, String>) -> Result<ModuleCo
     let key = values_key(name);
     let mut mc = ModuleConfig::default();
     if let Some(text) = data.get(&key) {
-        let v = value_from_yaml(text)
-            .map_err(|e| format!("unmarshal yaml data in a module config key '{key}': {e}"))?;
+        // Go decodes module sections with gopkg.in/yaml.v3, whose errors
+        // have no "error converting YAML to JSON: " prefix. (Its YAML 1.2
+        // scalars also differ from the yaml.v2 rules used here for `yes`,
+        // `on`, `y` and the like; maps, strings and numbers agree.)
+        let v = value_from_yaml(text).map_err(|e| {
+            let msg = e.0.strip_prefix("error converting YAML to JSON: ").unwrap_or(&e.0).to_string();
+            format!("unmarshal yaml data in a module config key '{key}': {msg}")
+        })?;
         match v {
             Value::Object(m) => mc.values = Some(m),
             Value::Array(_) => {}
