@@ -352,3 +352,47 @@ fn unchanged_values_store_no_patch() {
     assert!(!outcome.changed);
     assert!(store.patches().is_empty());
 }
+
+#[test]
+fn config_patches_replace_the_config_layer() {
+    let src = sources(false);
+    let mut ev = EffectiveValues::compute(&src).expect("values");
+    let store = ev.modules.get_mut("echo-server").expect("module");
+    let outcome = store
+        .apply_hook_config_patch(
+            "h",
+            &patch(r#"{"op":"add","path":"/echoServer/mode","value":"fast"}"#),
+        )
+        .expect("config patch");
+    assert!(outcome.changed);
+    let cfg = Value::Object(outcome.config_values.expect("new config"));
+    assert_eq!(cfg["mode"], json!("fast"));
+    assert_eq!(cfg["fromConfig"], json!("config"));
+    assert_eq!(store.values()["mode"], json!("fast"));
+    // Config patches are checked against the config schema.
+    let err = store
+        .apply_hook_config_patch(
+            "h",
+            &patch(r#"{"op":"add","path":"/echoServer/mode","value":"turbo"}"#),
+        )
+        .expect_err("enum");
+    let err2 = ev
+        .global
+        .apply_hook_config_patch(
+            "g",
+            &patch(r#"{"op":"add","path":"/global/clusterDomain","value":5}"#),
+        )
+        .expect_err("type");
+    insta::assert_snapshot!("config_patch_errors", format!("{err}\n{err2}"));
+}
+
+#[test]
+fn enabled_scripts_see_the_modules_enabled_before_them() {
+    let ev = compute(false);
+    let v = ev
+        .enabled_script_values("echo-server", &["a-module".to_string()])
+        .expect("module");
+    assert_eq!(v["global"]["enabledModules"], json!(["a-module"]));
+    assert_eq!(v["global"]["fromDir"], json!("dir"));
+    assert_eq!(v["echoServer"]["fromModule"], json!("module"));
+}

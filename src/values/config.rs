@@ -77,7 +77,10 @@ fn module_config(name: &str, data: &BTreeMap<String, String>) -> Result<ModuleCo
         // scalars also differ from the yaml.v2 rules used here for `yes`,
         // `on`, `y` and the like; maps, strings and numbers agree.)
         let v = value_from_yaml(text).map_err(|e| {
-            let msg = e.0.strip_prefix("error converting YAML to JSON: ").unwrap_or(&e.0).to_string();
+            let msg =
+                e.0.strip_prefix("error converting YAML to JSON: ")
+                    .unwrap_or(&e.0)
+                    .to_string();
             format!("unmarshal yaml data in a module config key '{key}': {msg}")
         })?;
         match v {

@@ -103,8 +103,16 @@ impl ValuesPatch {
         let mut operations = Vec::new();
         let stream = serde_json::Deserializer::from_str(data).into_iter::<Value>();
         for item in stream {
-            let item =
-                item.map_err(|e| PatchParseError(format!("bad json-patch data: {e}\n{data}")))?;
+            let item = item.map_err(|e| {
+                // encoding/json's Decoder says "unexpected EOF" for a
+                // truncated value; other syntax errors keep serde's wording.
+                let msg = if e.is_eof() {
+                    "unexpected EOF".to_string()
+                } else {
+                    e.to_string()
+                };
+                PatchParseError(format!("bad json-patch data: {msg}\n{data}"))
+            })?;
             match item {
                 Value::Array(items) => {
                     for it in items {

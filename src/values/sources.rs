@@ -242,7 +242,30 @@ impl EffectiveValues {
         Some(m)
     }
 
-    /// The config values of a module (`/module/{name}/config`), likewise.
+    /// `valuesForEnabledScript`: what a module's `enabled` script reads from
+    /// `VALUES_PATH`: `{global: …, <camelName>: …}` with
+    /// `global.enabledModules` set to the modules enabled before it.
+    pub fn enabled_script_values(
+        &self,
+        module: &str,
+        preceding_enabled: &[String],
+    ) -> Option<Values> {
+        let mut res = self.module_values(module, true)?;
+        if let Some(Value::Object(g)) = res.get_mut(GLOBAL_VALUES_KEY) {
+            let list = preceding_enabled
+                .iter()
+                .cloned()
+                .map(Value::String)
+                .collect();
+            g.insert("enabledModules".into(), Value::Array(list));
+        }
+        Some(res)
+    }
+
+    /// The config values of a module (`/module/{name}/config`), likewise;
+    /// with `with_global` this is also what a module hook reads from
+    /// `CONFIG_VALUES_PATH` (and [`Self::module_values`] with `with_global`
+    /// what it reads from `VALUES_PATH`).
     pub fn module_config_values(&self, module: &str, with_global: bool) -> Option<Values> {
         let store = self.modules.get(module)?;
         if !with_global {

@@ -46,20 +46,26 @@ pub enum ValuesError {
     /// A module hook's patch whose result fails the values schema: Go
     /// appends the schema errors to "cannot apply values patch for module
     /// values" in one multierror.
-    #[error("{}", ModulePatchInvalid(.0))]
+    #[error("{}", ModulePatchInvalid("cannot apply values patch for module values", .0))]
     PatchInvalid(ValidationError),
+    /// The same for a module hook's config values patch ("cannot apply
+    /// config values patch for module values").
+    #[error("{}", ModulePatchInvalid("cannot apply config values patch for module values", .0))]
+    ConfigPatchInvalid(ValidationError),
     /// Values that cannot be merged or used (bad YAML, nesting too deep,
     /// a non-map module section).
     #[error("{0}")]
     Data(String),
 }
 
-struct ModulePatchInvalid<'a>(&'a ValidationError);
+/// `multierror.Append(fmt.Errorf(first), validationErr)`: the schema errors
+/// are flattened into the same list.
+struct ModulePatchInvalid<'a>(&'static str, &'a ValidationError);
 
 impl fmt::Display for ModulePatchInvalid<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut all = vec!["cannot apply values patch for module values".to_string()];
-        all.extend(self.0.errors.iter().cloned());
+        let mut all = vec![self.0.to_string()];
+        all.extend(self.1.errors.iter().cloned());
         multierror(f, &all)
     }
 }
@@ -79,6 +85,9 @@ pub struct PatchOutcome {
     /// Operations on `/<camelName>Enabled` keys (global hooks only), for the
     /// enabled-state layer (`applyEnabledPatches`).
     pub enabled: ValuesPatch,
+    /// After a config values patch that changed them: the new config values
+    /// of the section, to be written back to the ConfigMap.
+    pub config_values: Option<Values>,
 }
 
 /// The values of one module or of the global section.
@@ -262,8 +271,8 @@ impl ValuesStore {
     /// - global hooks: only the `/global` operations are applied
     ///   (`FilterValuesPatch`); `*Enabled` operations are returned for the
     ///   enabled-state layer;
-    /// - applied strictly to the current values; module hooks must leave a
-    ///   map under their key;
+    /// - applied strictly to the current values; the result must still be a
+    ///   map under the store's key;
     /// - if anything changed, the result must satisfy the values schema; then
     ///   the operations are stored and the values recomputed.
     ///
@@ -273,24 +282,57 @@ impl ValuesStore {
         hook: &str,
         patch: &ValuesPatch,
     ) -> Result<PatchOutcome, ValuesError> {
+        self.hook_patch(hook, patch, Target::Values)
+    }
+
+    /// A hook's config values patch (`CONFIG_VALUES_JSON_PATCH_PATH`), as
+    /// `executeHook` handles `ConfigMapPatch`: the same checks as
+    /// [`Self::apply_hook_patch`], applied to the config values; if they
+    /// changed, the new config values (with the config schema's defaults)
+    /// must satisfy the config schema, then they replace the config layer and
+    /// are returned in [`PatchOutcome::config_values`] for the caller to
+    /// write back to the ConfigMap.
+    pub fn apply_hook_config_patch(
+        &mut self,
+        hook: &str,
+        patch: &ValuesPatch,
+    ) -> Result<PatchOutcome, ValuesError> {
+        self.hook_patch(hook, patch, Target::Config)
+    }
+
+    fn hook_patch(
+        &mut self,
+        hook: &str,
+        patch: &ValuesPatch,
+        target: Target,
+    ) -> Result<PatchOutcome, ValuesError> {
         let global = self.is_global();
         let scope = if global {
             PatchScope::Global
         } else {
             PatchScope::Module(self.key.clone())
         };
-        let fail = |msg: String| {
-            if global {
-                ValuesError::Patch(format!(
-                    "global hook '{hook}': dynamic global values update error: merge global values failed: {msg}"
-                ))
-            } else {
-                ValuesError::Patch(format!(
-                    "module hook '{hook}': dynamic module values update error: merge module '{}' values failed: {msg}",
-                    self.name
-                ))
+        // The wrapping of executeHook around handlePatch's errors.
+        let context = match (global, target) {
+            (true, Target::Values) => {
+                format!("global hook '{hook}': dynamic global values update error")
+            }
+            (true, Target::Config) => {
+                format!("global hook '{hook}': kube config global values update error")
+            }
+            (false, Target::Values) => {
+                format!("module hook '{hook}': dynamic module values update error")
+            }
+            (false, Target::Config) => {
+                format!("module hook '{hook}': kube module config values update error")
             }
         };
+        let merge_failed = if global {
+            "merge global values failed".to_string()
+        } else {
+            format!("merge module '{}' values failed", self.name)
+        };
+        let fail = |msg: String| ValuesError::Patch(format!("{context}: {merge_failed}: {msg}"));
         validate_hook_patch(patch, &scope).map_err(fail)?;
         let enabled = if global {
             patch.enabled_operations()
@@ -304,43 +346,73 @@ impl ValuesStore {
         };
         if own.is_empty() {
             return Ok(PatchOutcome {
-                changed: false,
                 enabled,
+                ..PatchOutcome::default()
             });
         }
-        let (new_values, changed) =
-            apply_patch(&self.values_with_prefix(), &own, ApplyMode::Strict).map_err(fail)?;
+        let current = match target {
+            Target::Values => self.values_with_prefix(),
+            Target::Config => self.config_values_with_prefix(),
+        };
+        let (new_values, changed) = apply_patch(&current, &own, ApplyMode::Strict).map_err(fail)?;
         let section = match new_values.get(&self.key) {
             Some(Value::Object(m)) => m.clone(),
             other => {
                 let t = other.map_or("<nil>", go_type_name);
                 let what = if global { "global" } else { "module" };
-                let msg = format!("unknown {what} values type: {t}");
-                return Err(if global {
-                    ValuesError::Patch(format!(
-                        "global hook '{hook}': dynamic global values update error: {msg}"
-                    ))
-                } else {
-                    ValuesError::Patch(format!(
-                        "module hook '{hook}': dynamic module values update error: {msg}"
-                    ))
-                });
+                return Err(ValuesError::Patch(format!(
+                    "{context}: unknown {what} values type: {t}"
+                )));
             }
         };
-        if changed {
-            if let Err(e) = self
-                .schemas
-                .validate(SchemaType::Values, &self.key, &section)
-            {
-                return Err(if global {
-                    ValuesError::Patch(format!("cannot apply values patch for global values: {e}"))
-                } else {
-                    ValuesError::PatchInvalid(e)
-                });
-            }
-            self.patches = compact(&self.patches, &own.operations);
-            self.calculate()?;
+        let mut outcome = PatchOutcome {
+            changed,
+            enabled,
+            config_values: None,
+        };
+        if !changed {
+            return Ok(outcome);
         }
-        Ok(PatchOutcome { changed, enabled })
+        match target {
+            Target::Values => {
+                if let Err(e) = self
+                    .schemas
+                    .validate(SchemaType::Values, &self.key, &section)
+                {
+                    return Err(if global {
+                        ValuesError::Patch(format!(
+                            "cannot apply values patch for global values: {e}"
+                        ))
+                    } else {
+                        ValuesError::PatchInvalid(e)
+                    });
+                }
+                self.patches = compact(&self.patches, &own.operations);
+            }
+            Target::Config => {
+                if let Err(e) = self.check_config_values(&section) {
+                    let ValuesError::Invalid { source, .. } = e else {
+                        return Err(e);
+                    };
+                    return Err(if global {
+                        ValuesError::Patch(format!(
+                            "cannot apply config values patch for global values: {source}"
+                        ))
+                    } else {
+                        ValuesError::ConfigPatchInvalid(source)
+                    });
+                }
+                self.config_values = Some(section.clone());
+                outcome.config_values = Some(section);
+            }
+        }
+        self.calculate()?;
+        Ok(outcome)
     }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Values,
+    Config,
 }
