@@ -183,3 +183,32 @@ fn bad_schema_files_are_reported() {
             .is_err()
     );
 }
+
+#[test]
+fn go_openapi_formats_are_checked() {
+    let schema = r#"
+type: object
+properties:
+  net: {type: string, format: cidr}
+  hw: {type: string, format: mac}
+  id: {type: string, format: uuid}
+  day: {type: string, format: date}
+  addr: {type: string, format: ipv4}
+  when: {type: string, format: date-time}
+  custom: {type: string, format: no-such-format}
+"#;
+    let st = SchemaStorage::new(Some(schema), None).expect("schema");
+    let ok = obj(json!({
+        "net": "10.0.0.0/8", "hw": "00:1a:2B:3c:4d:5e", "id": "0f8fad5b-d9cb-469f-a165-70867728950e",
+        "day": "2024-02-29", "addr": "192.168.0.1", "when": "2024-01-02T03:04:05Z", "custom": "anything",
+    }));
+    assert!(st.validate(SchemaType::Config, "m", &ok).is_ok());
+    let bad = obj(json!({
+        "net": "10.0.0.0/33", "hw": "00:1a:2b", "id": "not-a-uuid", "day": "2023-02-29",
+        "addr": "300.1.1.1", "when": "yesterday",
+    }));
+    let e = st
+        .validate(SchemaType::Config, "m", &bad)
+        .expect_err("formats");
+    insta::assert_snapshot!("formats", e.to_string());
+}

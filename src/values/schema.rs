@@ -109,15 +109,69 @@ impl Schema {
     fn compile(json: Value, kind: SchemaType) -> Result<Schema, SchemaError> {
         let mut for_validator = json.clone();
         rewrite_nullable(&mut for_validator);
-        let validator = jsonschema::options()
-            .with_draft(jsonschema::Draft::Draft4)
-            .build(&for_validator)
-            .map_err(|e| SchemaError {
-                kind,
-                message: format!("invalid schema: {e}"),
-            })?;
+        let validator =
+            with_go_formats(jsonschema::options().with_draft(jsonschema::Draft::Draft4))
+                .build(&for_validator)
+                .map_err(|e| SchemaError {
+                    kind,
+                    message: format!("invalid schema: {e}"),
+                })?;
         Ok(Schema { json, validator })
     }
+}
+
+/// go-openapi validates formats with `strfmt.Default`; the jsonschema crate
+/// knows Draft 4's own (date-time, email, hostname, ipv4, ipv6, uri), and
+/// these strfmt ones are added (unknown formats pass in both).
+fn with_go_formats(
+    opts: jsonschema::ValidationOptions<'static>,
+) -> jsonschema::ValidationOptions<'static> {
+    // A pattern that failed to compile would match nothing; these are
+    // constants that compile.
+    fn re(p: &str) -> impl Fn(&str) -> bool + Send + Sync + 'static {
+        let r = regex::Regex::new(p).ok();
+        move |s: &str| r.as_ref().is_some_and(|r| r.is_match(s))
+    }
+    let uuid =
+        re(r"(?i)^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})$");
+    let uuid3 = re(r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-3[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$");
+    let uuid4 = re(r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$");
+    let uuid5 = re(r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$");
+    let hexcolor = re(r"^#?(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$");
+    let rgbcolor = re(r"^rgb\(\s*\d{1,3}\s*,\s*\d{1,3}\s*,\s*\d{1,3}\s*\)$");
+    let date = re(r"^\d{4}-\d{2}-\d{2}$");
+    let mac = re(
+        r"(?i)^(?:[0-9a-f]{2}(?:[:-][0-9a-f]{2}){5}|[0-9a-f]{2}(?:[:-][0-9a-f]{2}){7}|[0-9a-f]{2}(?:[:-][0-9a-f]{2}){19}|[0-9a-f]{4}(?:\.[0-9a-f]{4}){2}|[0-9a-f]{4}(?:\.[0-9a-f]{4}){3}|[0-9a-f]{4}(?:\.[0-9a-f]{4}){9})$",
+    );
+    opts.with_format("uuid", uuid)
+        .with_format("uuid3", uuid3)
+        .with_format("uuid4", uuid4)
+        .with_format("uuid5", uuid5)
+        .with_format("hexcolor", hexcolor)
+        .with_format("rgbcolor", rgbcolor)
+        .with_format("mac", mac)
+        .with_format("date", move |s: &str| {
+            date(s) && chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok()
+        })
+        .with_format("cidr", is_cidr)
+}
+
+/// `net.ParseCIDR`: an IP address, `/`, a prefix length within its size.
+fn is_cidr(s: &str) -> bool {
+    let Some((addr, bits)) = s.split_once('/') else {
+        return false;
+    };
+    let Ok(ip) = addr.parse::<std::net::IpAddr>() else {
+        return false;
+    };
+    if bits.is_empty()
+        || !bits.bytes().all(|b| b.is_ascii_digit())
+        || (bits.len() > 1 && bits.starts_with('0'))
+    {
+        return false;
+    }
+    let max = if ip.is_ipv4() { 32 } else { 128 };
+    bits.parse::<u32>().is_ok_and(|b| b <= max)
 }
 
 /// A module's (or the global section's) schemas: `validation.SchemaStorage`.
