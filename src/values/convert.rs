@@ -79,6 +79,14 @@ pub fn values_to_yaml(v: &Values) -> String {
     yaml::to_yaml(&Yaml::Map(map_to_yaml(v)))
 }
 
+/// Values as indented JSON (two spaces, keys sorted), for `antiopa module
+/// values -o json`.
+pub fn values_to_json(v: &Values) -> String {
+    let mut s = serde_json::to_string_pretty(v).unwrap_or_else(|_| "{}".into());
+    s.push('\n');
+    s
+}
+
 /// The Go type name `%T` prints for a JSON value, for error texts.
 pub fn go_type_name(v: &Value) -> &'static str {
     match v {
@@ -155,6 +163,16 @@ mod tests {
         assert_eq!(go_float(1234567.0), "1.234567e+06");
         assert_eq!(go_float(0.00001), "1e-05");
         assert_eq!(go_float(-2.5e-7), "-2.5e-07");
+    }
+
+    #[test]
+    fn values_print_as_yaml_and_json() {
+        let v = values_from_yaml("b: 1\na: {c: [x, 2.5]}\n").unwrap_or_default();
+        assert_eq!(values_to_yaml(&v), "a:\n  c:\n  - x\n  - 2.5\nb: 1\n");
+        assert_eq!(
+            values_to_json(&v),
+            "{\n  \"a\": {\n    \"c\": [\n      \"x\",\n      2.5\n    ]\n  },\n  \"b\": 1\n}\n"
+        );
     }
 
     #[test]

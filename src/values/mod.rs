@@ -27,7 +27,7 @@ pub mod sources;
 pub mod store;
 
 pub use config::{KubeConfig, ModuleConfig, parse_config_data};
-pub use convert::Values;
+pub use convert::{Values, values_to_json, values_to_yaml};
 pub use legacy::{LegacySources, legacy_values};
 pub use names::{enabled_key, module_name, validate_module_name, values_key};
 pub use patch::{ApplyMode, PatchOp, PatchScope, ValuesPatch, apply_patch, validate_hook_patch};

@@ -238,15 +238,22 @@ impl ValuesStore {
     }
 
     /// `BasicModule.Validate` (less the name check): the effective values
-    /// against the values schema, then the config values against the config
-    /// schema.
+    /// against the values schema, then the config values, if any, against
+    /// the config schema.
     pub fn validate(&self) -> Result<(), ValuesError> {
         self.schemas
             .validate(SchemaType::Values, &self.key, &self.result)
             .map_err(|s| self.invalid("validate values", s))?;
-        self.schemas
-            .validate(SchemaType::Config, &self.key, &self.config_values())
-            .map_err(|s| self.invalid("validate config values", s))
+        // Config values are checked only when a config section exists: the
+        // operator checks ConfigMap sections as they arrive, and an absent
+        // section is not checked against `required`.
+        match &self.config_values {
+            Some(cfg) => self
+                .schemas
+                .validate(SchemaType::Config, &self.key, cfg)
+                .map_err(|s| self.invalid("validate config values", s)),
+            None => Ok(()),
+        }
     }
 
     /// `ValidateModuleHelmValues`: the module's section of the values given
