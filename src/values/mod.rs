@@ -15,6 +15,24 @@
 //! - [`config`]: config values from a ConfigMap's data.
 //! - [`legacy`]: the original antiopa layout's flat values.
 //! - [`convert`]: YAML ↔ JSON, the only place the two models meet.
+//!
+//! How the other layers use it:
+//! - discovery fills [`ValuesSources`] (see [`sources::read_global_sources`],
+//!   [`sources::read_module_sources`], [`parse_config_data`] +
+//!   [`ValuesSources::apply_config`]) and calls [`EffectiveValues::compute`];
+//! - hooks read `VALUES_PATH` / `CONFIG_VALUES_PATH` from
+//!   [`EffectiveValues::module_values`] / [`EffectiveValues::module_config_values`]
+//!   with `with_global` (global hooks: [`ValuesStore::values_with_prefix`] of
+//!   `global`), parse their patch files with [`ValuesPatch::from_json_stream`]
+//!   and hand them to [`ValuesStore::apply_hook_patch`] /
+//!   [`ValuesStore::apply_hook_config_patch`] (global hooks' `*Enabled`
+//!   operations come back in [`PatchOutcome::enabled`]);
+//! - `enabled` scripts read [`EffectiveValues::enabled_script_values`];
+//! - rendering takes [`EffectiveValues::helm_values`] (checked with
+//!   `x-required-for-helm`) and [`convert::map_to_yaml`] for the chart layer;
+//! - `antiopa module values NAME [-g] [-o yaml|json]` prints
+//!   [`EffectiveValues::module_values`] with [`values_to_yaml`] /
+//!   [`values_to_json`].
 
 pub mod config;
 pub mod convert;

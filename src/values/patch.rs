@@ -97,8 +97,8 @@ pub struct PatchParseError(pub String);
 impl ValuesPatch {
     /// `ValuesPatchFromBytes`: a JSON stream of operations and arrays of
     /// operations. Errors carry the data, as Go's do ("bad json-patch data:
-    /// …\n<data>"). Empty input is an empty patch (`ValuesPatchFromFile`
-    /// returns nil for an empty file).
+    /// …" then a newline and the data). Empty input is an empty patch
+    /// (`ValuesPatchFromFile` returns nil for an empty file).
     pub fn from_json_stream(data: &str) -> Result<ValuesPatch, PatchParseError> {
         let mut operations = Vec::new();
         let stream = serde_json::Deserializer::from_str(data).into_iter::<Value>();
