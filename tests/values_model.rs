@@ -396,3 +396,40 @@ fn enabled_scripts_see_the_modules_enabled_before_them() {
     assert_eq!(v["global"]["fromDir"], json!("dir"));
     assert_eq!(v["echoServer"]["fromModule"], json!("module"));
 }
+
+#[test]
+fn static_values_rules() {
+    use antiopa::values::sources::{global_static_values, module_static_values};
+    let obj = |v: Value| match v {
+        Value::Object(m) => m,
+        _ => antiopa::values::Values::new(),
+    };
+    // Global sections of several modules dirs merge in MODULES_DIR order; a
+    // non-map section counts as empty.
+    let dirs = [
+        obj(json!({"global": {"a": 1, "m": {"x": 1}}})),
+        obj(json!({"global": "not a map"})),
+        obj(json!({"global": {"a": 2, "m": {"y": 2}}})),
+    ];
+    assert_eq!(
+        Value::Object(global_static_values(&dirs).expect("global")),
+        json!({"a": 2, "m": {"x": 1, "y": 2}})
+    );
+    // A module section that is not a map is an error.
+    let bad = obj(json!({"echoServer": null}));
+    let err = module_static_values("echo-server", None, Some(&bad)).expect_err("null section");
+    assert_eq!(
+        err.to_string(),
+        "new basic module: expect map[string]interface{} in module values"
+    );
+    // Enabled flags: bools, or strings strconv.ParseBool accepts; other types fail.
+    let flags = [obj(
+        json!({"aEnabled": "T", "bEnabled": "1", "cEnabled": false, "dEnabled": "yes"}),
+    )];
+    assert_eq!(static_enabled_modules(&flags).expect("flags"), ["a", "b"]);
+    let err = static_enabled_modules(&[obj(json!({"aEnabled": 1}))]).expect_err("number");
+    assert_eq!(
+        err.to_string(),
+        "unknown type for Enabled flag: aEnabled: float64"
+    );
+}
