@@ -4,9 +4,11 @@
 //! - [`engine`]: Go `text/template` with Sprig, ported; pure and synchronous.
 //! - [`yaml`]: YAML and JSON exactly as Helm reads and writes them.
 //! - [`chart`]: Helm charts: load, values, render, `helm template` output.
+//! - [`values`]: addon-operator's module values: merge order, OpenAPI schemas, hook patches.
 //! - [`cli`]: the command line; each subcommand calls one library function.
 
 pub mod chart;
 pub mod cli;
 pub mod engine;
+pub mod values;
 pub mod yaml;
