@@ -4,9 +4,11 @@
 //! - [`engine`]: Go `text/template` with Sprig, ported; pure and synchronous.
 //! - [`yaml`]: YAML and JSON exactly as Helm reads and writes them.
 //! - [`chart`]: Helm charts: load, values, render, `helm template` output.
+//! - [`hooks`]: addon-operator hooks: discovery, `--config`, runs, binding contexts, outputs.
 //! - [`cli`]: the command line; each subcommand calls one library function.
 
 pub mod chart;
 pub mod cli;
 pub mod engine;
+pub mod hooks;
 pub mod yaml;

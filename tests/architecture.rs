@@ -10,6 +10,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("yaml", &[]),
     ("chart", &["engine", "yaml"]),
     ("cli", &["engine", "yaml", "chart"]),
+    ("hooks", &["values", "yaml"]),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
