@@ -95,12 +95,18 @@ fn protocol_files_and_every_output() {
         serde_json::to_value(&out.config_values_patch).unwrap(),
         json!([{"op": "add", "path": "/myModule/replicas", "value": 3}])
     );
-    insta::assert_json_snapshot!("protocol_metrics", out.metrics);
+    insta::assert_snapshot!(
+        "protocol_metrics",
+        serde_json::to_string_pretty(&out.metrics).unwrap()
+    );
     assert_eq!(out.kubernetes_operations.len(), 6);
     assert!(
         matches!(&out.kubernetes_operations[3], KubeOperation::Patch { body: PatchBody::Jq(f), .. } if f.source() == ".spec.replicas = 1")
     );
-    insta::assert_json_snapshot!("protocol_kube_operations", out.kubernetes_operations);
+    insta::assert_snapshot!(
+        "protocol_kube_operations",
+        serde_json::to_string_pretty(&out.kubernetes_operations).unwrap()
+    );
     assert_eq!(out.return_values, Some(json!({"legacy": {"answer": 42}})));
     // The per-run directory is gone.
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);

@@ -403,8 +403,14 @@ pub fn parse_config(hook: &str, kind: HookKind, text: &str) -> Result<HookConfig
         }
     };
     let problems = schema::validate(&doc, version.as_str(), kind);
-    if !problems.is_empty() {
-        return Err(err(problems.join("\n")));
+    match problems.len() {
+        0 => {}
+        1 => return Err(err(problems.join(""))),
+        // go-multierror's list format, one violation per line.
+        n => {
+            let list: Vec<String> = problems.iter().map(|p| format!("\t* {p}")).collect();
+            return Err(err(format!("{n} errors occurred:\n{}", list.join("\n"))));
+        }
     }
     let mut cfg = HookConfig {
         config_version: version,

@@ -193,10 +193,15 @@ pub fn parse_metrics(text: &str, hook_name: &str) -> Result<Vec<MetricOperation>
             errors.push(format!(
                 "one of: 'action', 'set' or 'add' is required: {desc}"
             ));
-        } else if !explicit_group && !matches!(action.as_str(), "set" | "add" | "observe") {
-            errors.push(format!("unsupported action '{action}': {desc}"));
-        } else if explicit_group && !matches!(action.as_str(), "expire" | "set" | "add") {
-            errors.push(format!("unsupported action '{action}': {desc}"));
+        } else {
+            let allowed: &[&str] = if explicit_group {
+                &["expire", "set", "add"]
+            } else {
+                &["set", "add", "observe"]
+            };
+            if !allowed.contains(&action.as_str()) {
+                errors.push(format!("unsupported action '{action}': {desc}"));
+            }
         }
         if m.name.is_empty() && !explicit_group {
             errors.push(format!("'name' is required: {desc}"));

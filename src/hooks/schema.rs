@@ -287,7 +287,7 @@ fn message(pointer: &str, kind: &ValidationErrorKind, instance: &Value) -> Strin
             .iter()
             .map(|p| format!("{} in body is a forbidden property", join(&path, p)))
             .collect::<Vec<_>>()
-            .join("\n"),
+            .join("; "),
         ValidationErrorKind::Type { kind } => {
             let want = match kind {
                 TypeKind::Single(t) => t.to_string(),
