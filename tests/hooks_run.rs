@@ -341,3 +341,86 @@ fn binding_context_shapes() {
         r#"[{"binding":"onKubernetesEvent","resourceEvent":"update","resourceKind":"Pod","resourceName":"p","resourceNamespace":"ns"}]"#
     );
 }
+
+#[test]
+fn module_python_hooks_run_with_the_module_venv() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = opts(tmp.path());
+    let h = hook("pymodule/hooks/hook.py", module_scope(), &o);
+    let out = run(&h, &o, &mut Vec::new()).unwrap();
+    assert_eq!(
+        serde_json::to_value(&out.values_patch).unwrap(),
+        json!([{"op": "add", "path": "/myModule/venv", "value": "pymodule/hooks/venv"}])
+    );
+}
+
+#[test]
+fn values_patches_apply_like_addon_operator() {
+    use antiopa::hooks::output::{ApplyMode, parse_values_patch};
+    let patch = parse_values_patch(
+        r#"{"op":"add","path":"/myModule/a","value":1} [{"op":"remove","path":"/myModule/missing"}]"#,
+    )
+    .unwrap();
+    let mut doc = json!({"myModule": {}});
+    let err = patch.apply(&mut doc, ApplyMode::Strict).unwrap_err();
+    assert!(err.contains("/myModule/missing"), "{err}");
+    assert_eq!(doc, json!({"myModule": {}}), "unchanged on error");
+    assert!(
+        patch
+            .apply(&mut doc, ApplyMode::IgnoreNonExistentPaths)
+            .unwrap()
+    );
+    assert_eq!(doc, json!({"myModule": {"a": 1}}));
+    assert!(
+        !patch
+            .apply(&mut doc, ApplyMode::IgnoreNonExistentPaths)
+            .unwrap()
+    );
+}
+
+#[test]
+fn snapshots_from_a_cluster_dump() {
+    use antiopa::hooks::context::snapshots_from_objects;
+    let cfg = parse_config(
+        "dump",
+        HookKind::Module,
+        r#"
+configVersion: v1
+kubernetes:
+- name: web-pods
+  kind: pod
+  labelSelector:
+    matchExpressions: [{key: app, operator: In, values: [x, z]}]
+  namespace:
+    labelSelector:
+      matchLabels: {team: a}
+  jqFilter: .metadata.name
+- name: running
+  kind: Pod
+  fieldSelector:
+    matchExpressions: [{field: status.phase, operator: "!=", value: Pending}]
+  keepFullObjectsInMemory: false
+"#,
+    )
+    .unwrap();
+    let mut pending = pod("a", "y");
+    pending["status"] = json!({"phase": "Pending"});
+    let objects = vec![
+        pod("b", "z"),
+        pod("a", "x"),
+        pending,
+        json!({"kind": "Namespace", "metadata": {"name": "a", "labels": {"team": "a"}}}),
+        json!({"kind": "Namespace", "metadata": {"name": "b"}}),
+    ];
+    let snaps = snapshots_from_objects(&cfg, &objects).unwrap();
+    let names = |b: &str| -> Vec<String> {
+        snaps[b]
+            .iter()
+            .map(|s| format!("{}/{}", s.namespace, s.name))
+            .collect()
+    };
+    assert_eq!(names("web-pods"), ["a/x"]);
+    assert_eq!(snaps["web-pods"][0].filter_result, Some(json!("x")));
+    assert_eq!(names("running"), ["a/x", "b/z"]);
+    assert_eq!(snaps["running"][0].object, None);
+}

@@ -661,14 +661,8 @@ fn convert_kubernetes_v1(k: RawKubernetesV1, i: usize) -> Result<KubernetesBindi
 fn convert_v0(doc: &Value, cfg: &mut HookConfig) -> Result<(), String> {
     let raw_sched: Vec<RawScheduleV0> = field(doc, "schedule")?.unwrap_or_default();
     for (i, s) in raw_sched.into_iter().enumerate() {
-        let crontab = Crontab::parse(&s.crontab).map_err(|e| {
-            let e = if s.crontab.is_empty() {
-                "Empty spec string".to_string()
-            } else {
-                e
-            };
-            format!("invalid schedule config [{i}]: crontab is invalid: {e}")
-        })?;
+        let crontab = Crontab::parse(&s.crontab)
+            .map_err(|e| format!("invalid schedule config [{i}]: crontab is invalid: {e}"))?;
         cfg.schedules.push(ScheduleBinding {
             name: if s.name.is_empty() {
                 "schedule".into()

@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::config::{BindingType, ConfigVersion, HookConfig, KubernetesBinding, WatchEvent};
+use super::config::{
+    BindingType, ConfigVersion, HookConfig, KubernetesBinding, LabelSelector, WatchEvent,
+};
 
 /// One object of a kubernetes binding with its jqFilter result
 /// (shell-operator's `ObjectAndFilterResult`).
@@ -290,4 +292,153 @@ impl BindingContext {
 pub fn binding_context_json(contexts: &[BindingContext], version: ConfigVersion) -> String {
     let list: Vec<Value> = contexts.iter().map(|c| c.to_json(version)).collect();
     serde_json::to_string(&list).unwrap_or_else(|_| "[]".into())
+}
+
+/// Builds a hook's snapshots from objects recorded per binding name (the
+/// offline `--snapshots` input): for every kubernetes binding of `config`
+/// the objects listed under its name (none if absent), each run through the
+/// binding's jqFilter, kept or dropped per `keepFullObjectsInMemory`.
+pub fn snapshots_from_recorded(
+    config: &HookConfig,
+    recorded: &BTreeMap<String, Vec<Value>>,
+) -> Result<Snapshots, String> {
+    let mut out = Snapshots::new();
+    for b in &config.kubernetes {
+        let mut items = Vec::new();
+        for o in recorded.get(&b.name).into_iter().flatten() {
+            items.push(SnapshotObject::new(b, o.clone())?);
+        }
+        sort_snapshot(&mut items);
+        out.insert(b.name.clone(), items);
+    }
+    Ok(out)
+}
+
+/// Builds a hook's snapshots from a flat list of cluster objects (for
+/// example a `kubectl get -o json` dump): each kubernetes binding gets the
+/// objects it would watch ([`KubernetesBinding::matches`]); `Namespace`
+/// objects in the list give the labels for `namespace.labelSelector`.
+pub fn snapshots_from_objects(config: &HookConfig, objects: &[Value]) -> Result<Snapshots, String> {
+    let ns_labels: BTreeMap<String, BTreeMap<String, String>> = objects
+        .iter()
+        .filter(|o| o.get("kind").and_then(Value::as_str) == Some("Namespace"))
+        .filter_map(|o| {
+            let name = o.pointer("/metadata/name")?.as_str()?.to_string();
+            Some((name, labels_of(o)))
+        })
+        .collect();
+    let mut out = Snapshots::new();
+    for b in &config.kubernetes {
+        let mut items = Vec::new();
+        for o in objects {
+            if b.matches(o, &|ns| ns_labels.get(ns).cloned()) {
+                items.push(SnapshotObject::new(b, o.clone())?);
+            }
+        }
+        sort_snapshot(&mut items);
+        out.insert(b.name.clone(), items);
+    }
+    Ok(out)
+}
+
+fn labels_of(o: &Value) -> BTreeMap<String, String> {
+    o.pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn selector_matches(sel: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+    sel.match_labels
+        .iter()
+        .all(|(k, v)| labels.get(k) == Some(v))
+        && sel.match_expressions.iter().all(|e| {
+            let have = labels.get(&e.key);
+            match e.operator.as_str() {
+                "In" => have.is_some_and(|v| e.values.contains(v)),
+                "NotIn" => !have.is_some_and(|v| e.values.contains(v)),
+                "Exists" => have.is_some(),
+                "DoesNotExist" => have.is_none(),
+                _ => false,
+            }
+        })
+}
+
+/// A dotted field path (`metadata.name`, `status.phase`) of an object, as
+/// the API server's field selectors read it.
+fn field_value(o: &Value, path: &str) -> String {
+    let mut cur = o;
+    for part in path.split('.') {
+        match cur.get(part) {
+            Some(v) => cur = v,
+            None => return String::new(),
+        }
+    }
+    match cur {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+impl KubernetesBinding {
+    /// Whether the binding would watch `object`: kind (case-insensitive;
+    /// a plural or short resource name cannot be resolved without the API
+    /// server and matches nothing), apiVersion if given, nameSelector,
+    /// labelSelector, fieldSelector and the namespace selectors.
+    /// `namespace_labels` gives a namespace's labels, if known.
+    pub fn matches(
+        &self,
+        object: &Value,
+        namespace_labels: &dyn Fn(&str) -> Option<BTreeMap<String, String>>,
+    ) -> bool {
+        let s = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or("");
+        if !s("/kind").eq_ignore_ascii_case(&self.kind) {
+            return false;
+        }
+        if let Some(av) = &self.api_version
+            && s("/apiVersion") != av
+        {
+            return false;
+        }
+        let name = s("/metadata/name");
+        let namespace = s("/metadata/namespace");
+        if let Some(ns) = &self.name_selector
+            && !ns.match_names.iter().any(|n| n == name)
+        {
+            return false;
+        }
+        if let Some(ls) = &self.label_selector
+            && !selector_matches(ls, &labels_of(object))
+        {
+            return false;
+        }
+        if let Some(fs) = &self.field_selector {
+            for e in &fs.match_expressions {
+                let equal = field_value(object, &e.field) == e.value;
+                let want_equal = matches!(e.operator.as_str(), "=" | "==" | "Equals");
+                if equal != want_equal {
+                    return false;
+                }
+            }
+        }
+        if let Some(nsel) = &self.namespace {
+            if let Some(names) = &nsel.name_selector
+                && !names.match_names.iter().any(|n| n == namespace)
+            {
+                return false;
+            }
+            if let Some(ls) = &nsel.label_selector {
+                let labels = namespace_labels(namespace).unwrap_or_default();
+                if !selector_matches(ls, &labels) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
 }

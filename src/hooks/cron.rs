@@ -94,7 +94,11 @@ impl Crontab {
         let mut tz = None;
         // parser.go: `TZ=<location> ` prefix, loaded with time.LoadLocation.
         if let Some(after) = rest.strip_prefix("TZ=") {
-            let (name, tail) = after.split_once(' ').unwrap_or((after, ""));
+            // robfig slices spec[3:i] with i = the first space; with none
+            // the slice panics, which its Parse recovers into this error.
+            let Some((name, tail)) = after.split_once(' ') else {
+                return Err("runtime error: slice bounds out of range [3:-1]".into());
+            };
             let zone: chrono_tz::Tz = name
                 .parse()
                 .map_err(|_| format!("Provided bad location {name}: unknown time zone {name}"))?;
@@ -199,7 +203,8 @@ fn descriptor(spec: &str, tz: Option<chrono_tz::Tz>) -> Result<CronSchedule, Str
 /// with an optional `/step`. Returns the croner spelling.
 fn normalise_field(text: &str, f: &Field) -> Result<String, String> {
     let mut parts = Vec::new();
-    for expr in text.split(',') {
+    // strings.FieldsFunc: empty items between commas are skipped.
+    for expr in text.split(',').filter(|e| !e.is_empty()) {
         parts.push(normalise_range(expr, f)?);
     }
     Ok(parts.join(","))

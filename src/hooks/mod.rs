@@ -23,7 +23,7 @@ pub mod jq;
 pub mod output;
 mod schema;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -146,7 +146,7 @@ impl Hook {
     /// Runs `path --config` and parses its output.
     pub fn load(found: FoundHook, scope: HookScope, opts: &RunOptions) -> Result<Hook, HookError> {
         let name = found.name.clone();
-        let mut cmd = Command::new(&found.path);
+        let mut cmd = command_for(&found.path, &scope);
         cmd.arg("--config");
         cmd.envs(opts.env.iter().map(|(k, v)| (k, v)));
         let mut ignore = |_: &str| {};
@@ -244,7 +244,7 @@ impl Hook {
 
         // addon-operator's executor runs the hook in the operator's own
         // working directory; so does this.
-        let mut cmd = Command::new(&self.path);
+        let mut cmd = command_for(&self.path, &self.scope);
         cmd.envs(opts.env.iter().map(|(k, v)| (k, v)));
         cmd.envs(files.env());
         let prefix = self.name.clone();
@@ -304,6 +304,31 @@ impl Hook {
             duration: proc.duration,
         })
     }
+}
+
+/// The command that runs a hook. A module's `.py` hook runs with the
+/// module's `hooks/venv/bin/python3` and `PYTHONHOME` set to the venv when
+/// that interpreter exists (addon-operator's `updateExecutorParamsForPython`);
+/// everything else is executed directly.
+fn command_for(path: &Path, scope: &HookScope) -> Command {
+    use std::os::unix::fs::PermissionsExt;
+    if matches!(scope, HookScope::Module { .. })
+        && path.extension().is_some_and(|e| e == "py")
+        && let Some(hooks_dir) = path
+            .ancestors()
+            .find(|a| a.file_name().is_some_and(|n| n == "hooks"))
+    {
+        let venv = hooks_dir.join("venv");
+        let python = venv.join("bin/python3");
+        let executable = std::fs::metadata(&python)
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+        if executable {
+            let mut cmd = Command::new(python);
+            cmd.arg(path).env("PYTHONHOME", venv);
+            return cmd;
+        }
+    }
+    Command::new(path)
 }
 
 /// Sorts hooks having `binding` by its order, ties by name (addon-operator's

@@ -37,6 +37,38 @@ impl ValuesPatch {
     }
 }
 
+/// How [`ValuesPatch::apply`] treats a `remove` of a missing path
+/// (addon-operator's `ApplyPatchMode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ApplyMode {
+    /// Every error fails the patch (a hook's fresh output is applied so).
+    Strict,
+    /// A `remove` of a missing path is skipped (stored patches are replayed so).
+    IgnoreNonExistentPaths,
+}
+
+impl ValuesPatch {
+    /// Applies the patch to `doc`; on error `doc` is left unchanged.
+    /// Returns whether the document changed.
+    pub fn apply(&self, doc: &mut Value, mode: ApplyMode) -> Result<bool, String> {
+        let mut work = doc.clone();
+        for op in self.operations() {
+            let single = [op.clone()];
+            if let Err(e) = json_patch::patch(&mut work, &single) {
+                let missing_remove = matches!(op, json_patch::PatchOperation::Remove(_))
+                    && matches!(e.kind, json_patch::PatchErrorKind::InvalidPointer);
+                if mode == ApplyMode::IgnoreNonExistentPaths && missing_remove {
+                    continue;
+                }
+                return Err(format!("{e}: {}", op_to_string(op)));
+            }
+        }
+        let changed = work != *doc;
+        *doc = work;
+        Ok(changed)
+    }
+}
+
 /// Which values a patch targets, for messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PatchTarget {
