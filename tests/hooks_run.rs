@@ -424,3 +424,19 @@ kubernetes:
     assert_eq!(names("running"), ["a/x", "b/z"]);
     assert_eq!(snaps["running"][0].object, None);
 }
+
+#[test]
+fn queued_contexts_combine_and_groups_compact() {
+    use antiopa::hooks::context::combine_contexts;
+    let cfg = parse_config("shapes", HookKind::Module, CONFIG).unwrap();
+    let all = Snapshots::new();
+    let grouped = || BindingContext::schedule(&cfg, 1, &all).unwrap();
+    let plain = || BindingContext::schedule(&cfg, 0, &all).unwrap();
+    let combined = combine_contexts(vec![
+        vec![grouped()],
+        vec![grouped(), plain()],
+        vec![grouped()],
+    ]);
+    let bindings: Vec<&str> = combined.iter().map(|c| c.binding.as_str()).collect();
+    assert_eq!(bindings, ["grouped-cron", "every-minute", "grouped-cron"]);
+}

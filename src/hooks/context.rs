@@ -442,3 +442,22 @@ impl KubernetesBinding {
         true
     }
 }
+
+/// Concatenates the contexts of consecutive queued runs of one hook into
+/// one run and compacts groups, as shell-operator's
+/// `combineBindingContextForHook`: a context is dropped when the next one
+/// belongs to the same group (the later one carries fresher snapshots).
+pub fn combine_contexts(runs: Vec<Vec<BindingContext>>) -> Vec<BindingContext> {
+    let all: Vec<BindingContext> = runs.into_iter().flatten().collect();
+    let mut out = Vec::with_capacity(all.len());
+    for (i, bc) in all.iter().enumerate() {
+        let superseded = bc.group.as_ref().is_some_and(|g| {
+            all.get(i + 1)
+                .is_some_and(|next| next.group.as_ref() == Some(g))
+        });
+        if !superseded {
+            out.push(bc.clone());
+        }
+    }
+    out
+}

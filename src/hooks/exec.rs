@@ -169,8 +169,16 @@ pub fn run_process(
     let deadline = timeout.map(|t| start + t);
     let mut timed_out = false;
     let status = loop {
-        while let Ok(line) = rx.recv_timeout(Duration::from_millis(10)) {
-            on_stderr(&line);
+        loop {
+            match rx.recv_timeout(Duration::from_millis(10)) {
+                Ok(line) => on_stderr(&line),
+                Err(mpsc::RecvTimeoutError::Timeout) => break,
+                // stderr closed while the process runs on: poll gently.
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    thread::sleep(Duration::from_millis(10));
+                    break;
+                }
+            }
         }
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
