@@ -87,6 +87,13 @@ fn legacy_layout_runs_hooks_alphabetically() {
         LegacyStage::OnKubeNodeChange,
     );
     assert_eq!(hook.config.order(BindingType::BeforeAll), Some(0.0));
+    let nodes = hook
+        .config
+        .kubernetes_binding("on-kube-node-change")
+        .unwrap();
+    assert_eq!(nodes.kind, "Node");
+    assert!(!nodes.execute_hook_on_synchronization);
+    assert!(nodes.jq_filter.is_some());
 }
 
 #[test]

@@ -177,9 +177,14 @@ impl Hook {
     }
 
     /// A hook of the original antiopa layout: no `--config`; before-helm and
-    /// after-helm hooks are `beforeHelm`/`afterHelm` hooks, on-kube-node-change
-    /// hooks run as `beforeAll` (before every module). Hooks of one directory
-    /// keep their alphabetical order (all have order 0, ties go by name).
+    /// after-helm hooks are `beforeHelm`/`afterHelm` hooks. on-kube-node-change
+    /// hooks run as `beforeAll` (before every module) and carry a `kubernetes`
+    /// binding on Nodes named `on-kube-node-change` that fires when a node is
+    /// added or removed or its name, spec, labels or annotations change (the
+    /// jqFilter keeps exactly those, so status updates do not fire), with no
+    /// run on Synchronization (the beforeAll run covers start-up). Hooks of
+    /// one directory keep their alphabetical order (all have order 0, ties
+    /// go by name).
     pub fn legacy(found: FoundHook, scope: HookScope, stage: LegacyStage) -> Hook {
         let binding = match stage {
             LegacyStage::BeforeHelm => BindingType::BeforeHelm,
@@ -194,7 +199,10 @@ impl Hook {
                 config_version: ConfigVersion::V1,
                 orders: [(binding, 0.0)].into_iter().collect(),
                 schedules: Vec::new(),
-                kubernetes: Vec::new(),
+                kubernetes: match stage {
+                    LegacyStage::OnKubeNodeChange => vec![node_change_binding()],
+                    _ => Vec::new(),
+                },
                 settings: None,
             },
             legacy: Some(stage),
@@ -303,6 +311,33 @@ impl Hook {
             output_truncated: proc.truncated,
             duration: proc.duration,
         })
+    }
+}
+
+fn node_change_binding() -> KubernetesBinding {
+    KubernetesBinding {
+        name: "on-kube-node-change".into(),
+        api_version: Some("v1".into()),
+        kind: "Node".into(),
+        name_selector: None,
+        label_selector: None,
+        field_selector: None,
+        namespace: None,
+        // A constant program that jaq compiles; None would only mean "fire on
+        // every change", never a wrong run.
+        jq_filter: jq::JqFilter::compile(
+            "{name: .metadata.name, spec: .spec, labels: .metadata.labels, annotations: .metadata.annotations}",
+        )
+        .ok(),
+        execute_hook_on_event: vec![WatchEvent::Added, WatchEvent::Modified, WatchEvent::Deleted],
+        execute_hook_on_synchronization: false,
+        wait_for_synchronization: true,
+        keep_full_objects_in_memory: false,
+        allow_failure: false,
+        queue: "main".into(),
+        group: None,
+        include_snapshots_from: Vec::new(),
+        resynchronization_period: None,
     }
 }
 
