@@ -440,3 +440,16 @@ fn queued_contexts_combine_and_groups_compact() {
     let bindings: Vec<&str> = combined.iter().map(|c| c.binding.as_str()).collect();
     assert_eq!(bindings, ["grouped-cron", "every-minute", "grouped-cron"]);
 }
+
+#[test]
+fn a_hook_that_closes_stderr_still_finishes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = opts(tmp.path());
+    let out = run(
+        &hook("run/quiet.sh", module_scope(), &o),
+        &o,
+        &mut Vec::new(),
+    )
+    .unwrap();
+    assert_eq!(out.stdout, "done\n");
+}

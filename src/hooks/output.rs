@@ -519,3 +519,122 @@ fn convert_spec(spec: &Value) -> Result<KubeOperation, String> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn values_patch_stream_forms() {
+        let p = parse_values_patch(
+            "[{\"op\":\"add\",\"path\":\"/a/b\",\"value\":1}]\n{\"op\":\"remove\",\"path\":\"/a/c\"}\n\"ignored\"\n",
+        )
+        .unwrap();
+        assert_eq!(p.operations().len(), 2);
+        assert!(parse_values_patch("").unwrap().is_empty());
+        let e = parse_values_patch("{\"op\":\"frobnicate\",\"path\":\"/a\"}").unwrap_err();
+        assert!(e.starts_with("bad json-patch data:"), "{e}");
+    }
+
+    #[test]
+    fn values_patch_roots() {
+        let p = |s: &str| parse_values_patch(s).unwrap();
+        let ok = p(
+            r#"[{"op":"add","path":"/global/a","value":1},{"op":"add","path":"/fooEnabled","value":false}]"#,
+        );
+        assert_eq!(validate_values_patch(&ok, "global"), Ok(()));
+        assert_eq!(
+            validate_values_patch(&ok, "foo"),
+            Err(r#"unacceptable patch operation for path 'global' (only 'foo' accepted): '{"op":"add","path":"/global/a","value":1}'"#.into())
+        );
+        let other = p(r#"{"op":"add","path":"/foo/x","value":1}"#);
+        assert_eq!(
+            validate_values_patch(&other, "global"),
+            Err(r#"unacceptable patch operation for path 'foo' (only 'global' and '*Enabled' are permitted): '{"op":"add","path":"/foo/x","value":1}'"#.into())
+        );
+        // move/copy/test are not rejected by addon-operator; only replace is.
+        let mv = p(r#"{"op":"copy","from":"/foo/a","path":"/foo/b"}"#);
+        assert_eq!(validate_values_patch(&mv, "foo"), Ok(()));
+    }
+
+    #[test]
+    fn metric_shortcuts_and_rules() {
+        let m = parse_metrics(
+            "{\"name\":\"a\",\"set\":2}{\"name\":\"b\",\"add\":1,\"labels\":{\"x\":\"y\"}}",
+            "hooks/h",
+        )
+        .unwrap();
+        assert_eq!(
+            (m[0].action.as_str(), m[0].value, m[0].group.as_str()),
+            ("set", Some(2.0), "hooks/h")
+        );
+        assert_eq!(m[1].labels["x"], "y");
+        let err = |s: &str| parse_metrics(s, "h").unwrap_err();
+        assert_eq!(
+            err("{\"name\":\"a\"}"),
+            "one of: 'action', 'set' or 'add' is required: [name=a, action=]"
+        );
+        assert_eq!(
+            err("{\"name\":\"a\",\"action\":\"set\"}"),
+            "'value' is required for action 'set': [name=a, action=set]"
+        );
+        assert_eq!(
+            err("{\"action\":\"add\",\"value\":1}"),
+            "'name' is required: [name=, action=add]"
+        );
+        assert_eq!(
+            err(
+                "{\"group\":\"g\",\"name\":\"a\",\"action\":\"observe\",\"value\":1,\"buckets\":[1]}"
+            ),
+            "unsupported action 'observe': [group=g, name=a, action=observe]"
+        );
+        assert!(
+            err("{\"name\":\"a\",\"value\":\"1\",\"action\":\"set\"}").contains("invalid type")
+        );
+    }
+
+    #[test]
+    fn kube_operations_yaml_and_strings() {
+        let ops = parse_kube_operations(
+            "operation: Create\nobject: |\n  apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n---\noperation: DeleteNonCascading\nkind: Pod\nname: p\n",
+        )
+        .unwrap();
+        assert!(
+            matches!(&ops[0], KubeOperation::Create { mode: CreateMode::Create, object, .. } if object["kind"] == json!("ConfigMap"))
+        );
+        assert!(
+            matches!(&ops[1], KubeOperation::Delete { mode: DeleteMode::NonCascading, target, .. } if target.name == "p")
+        );
+        let err = |s: &str| parse_kube_operations(s).unwrap_err();
+        assert_eq!(
+            err("{\"operation\":\"Create\"}"),
+            "operation [0]: object is required"
+        );
+        assert_eq!(
+            err("{\"operation\":\"Create\",\"object\":{}}"),
+            "operation [0]: object must be a non-empty object: {}"
+        );
+        assert_eq!(
+            err("{\"operation\":\"JQPatch\",\"kind\":\"A\",\"name\":\"b\"}"),
+            "operation [0]: jqFilter is required"
+        );
+        assert!(
+            err("{\"operation\":\"JQPatch\",\"kind\":\"A\",\"name\":\"b\",\"jqFilter\":\".a |\"}")
+                .starts_with("operation [0]: jqFilter: expected")
+        );
+        assert_eq!(
+            err("{\"operation\":\"JSONPatch\",\"kind\":\"A\",\"name\":\"b\",\"jsonPatch\":[]}"),
+            "operation [0]: jsonPatch must have at least 1 item"
+        );
+        assert_eq!(
+            err("{\"operation\":\"Delete\",\"kind\":\"A\",\"name\":\"b\",\"extra\":1}"),
+            "operation [0]: extra is a forbidden property"
+        );
+        assert!(
+            err("{\"operation\":\"Apply\"}")
+                .starts_with("operation [0]: operation should be one of")
+        );
+        assert!(parse_kube_operations("").unwrap().is_empty());
+    }
+}
