@@ -9,6 +9,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("engine", &[]),
     ("yaml", &[]),
     ("chart", &["engine", "yaml"]),
+    ("values", &["yaml"]),
     ("cli", &["engine", "yaml", "chart"]),
     ("hooks", &["values", "yaml"]),
 ];

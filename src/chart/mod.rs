@@ -3,3 +3,20 @@
 pub mod types;
 
 pub use types::{Chart, Dependency, File, Maintainer, Metadata};
+
+// Rendering and `helm template` output (render helper).
+pub mod capabilities;
+pub mod convert;
+pub mod files;
+pub mod helmfuncs;
+pub mod manifest;
+pub mod render;
+// Loading and values (chart helper).
+pub mod coalesce;
+pub mod dependencies;
+pub mod ignore;
+pub mod load;
+pub mod metadata;
+pub mod schema;
+pub mod strvals;
+pub mod template;

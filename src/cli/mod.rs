@@ -1,6 +1,224 @@
 //! Command-line interface: clap types and output formatting only.
+//!
+//! Parsing happens in two steps: clap fills [`Cli`] with raw strings, then
+//! [`template_settings`] validates them into the library's
+//! [`TemplateSettings`]; the library never sees clap types. Errors are
+//! printed once, as Helm prints them (`Error: …` on stderr, exit code 1).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::chart::strvals::ValueOptions;
+use crate::chart::template::{self, TemplateSettings};
+use crate::engine::Env;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "antiopa",
+    version,
+    about = "Kubernetes addon operator; renders Helm charts natively",
+    // pflag: a repeated single-value flag takes its last value.
+    args_override_self = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Render chart templates locally and print them, exactly as `helm template` does.
+    Template(TemplateArgs),
+}
+
+/// `helm template` flags, with Helm's names and meanings.
+#[derive(Args, Debug)]
+struct TemplateArgs {
+    /// [NAME] CHART
+    #[arg(value_name = "NAME_OR_CHART")]
+    args: Vec<String>,
+    /// Namespace of the release (`.Release.Namespace`).
+    #[arg(short = 'n', long, default_value = "default", env = "HELM_NAMESPACE")]
+    namespace: String,
+    /// Values files (repeatable; comma-separated lists accepted, as Helm).
+    #[arg(short = 'f', long = "values", value_delimiter = ',')]
+    values: Vec<String>,
+    /// Set values (key1=val1,key2=val2).
+    #[arg(long)]
+    set: Vec<String>,
+    /// Set STRING values.
+    #[arg(long = "set-string")]
+    set_string: Vec<String>,
+    /// Set values from files (key=path).
+    #[arg(long = "set-file")]
+    set_file: Vec<String>,
+    /// Set JSON values (key=json).
+    #[arg(long = "set-json")]
+    set_json: Vec<String>,
+    /// Include CRDs in the output.
+    #[arg(long = "include-crds")]
+    include_crds: bool,
+    /// Accepted for compatibility; CRDs are only printed with --include-crds.
+    #[arg(long = "skip-crds")]
+    skip_crds: bool,
+    /// Skip test hooks.
+    #[arg(long = "skip-tests")]
+    skip_tests: bool,
+    /// Do not print hooks.
+    #[arg(long = "no-hooks")]
+    no_hooks: bool,
+    /// Set .Release.IsUpgrade instead of .Release.IsInstall.
+    #[arg(long = "is-upgrade")]
+    is_upgrade: bool,
+    /// Kubernetes version for .Capabilities.KubeVersion.
+    #[arg(long = "kube-version")]
+    kube_version: Option<String>,
+    /// Extra API versions for .Capabilities.APIVersions.
+    #[arg(short = 'a', long = "api-versions", value_delimiter = ',')]
+    api_versions: Vec<String>,
+    /// Only show manifests rendered from these templates.
+    #[arg(short = 's', long = "show-only")]
+    show_only: Vec<String>,
+    /// Write the rendered files into this directory instead of stdout.
+    #[arg(long = "output-dir")]
+    output_dir: Option<PathBuf>,
+    /// Use the release name in the --output-dir path.
+    #[arg(long = "release-name")]
+    release_name: bool,
+    /// Generate the release name (as helm template, it stays `release-name`).
+    #[arg(short = 'g', long = "generate-name")]
+    generate_name: bool,
+    /// Template for the release name.
+    #[arg(long = "name-template")]
+    name_template: Option<String>,
+    /// Do not validate values against values.schema.json.
+    #[arg(long = "skip-schema-validation")]
+    skip_schema_validation: bool,
+    /// Seed for random functions (randAlphaNum, genCA, …): reproducible output.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Fixed time (RFC 3339) for `now` and certificate validity: reproducible output.
+    #[arg(long)]
+    now: Option<String>,
+}
+
+/// A settings error found while validating the raw arguments.
+#[derive(Debug, thiserror::Error)]
+enum CliError {
+    #[error(
+        "\"antiopa template\" requires at least 1 argument\n\nUsage:  antiopa template [NAME] [CHART] [flags]"
+    )]
+    MissingChart,
+    #[error("invalid --now {0:?}: expected an RFC 3339 time such as 2024-01-02T03:04:05Z")]
+    BadNow(String),
+}
+
+/// Step two of parsing: raw arguments to validated library settings.
+fn template_settings(a: TemplateArgs) -> Result<TemplateSettings, CliError> {
+    if a.args.is_empty() {
+        return Err(CliError::MissingChart);
+    }
+    let now = match &a.now {
+        Some(s) => {
+            Some(chrono::DateTime::parse_from_rfc3339(s).map_err(|_| CliError::BadNow(s.clone()))?)
+        }
+        None => None,
+    };
+    let mut env = Env::new();
+    if let Some(seed) = a.seed {
+        use rand::SeedableRng;
+        env.rng = std::cell::RefCell::new(rand_chacha::ChaCha20Rng::seed_from_u64(seed));
+    }
+    env.now = now;
+    let _ = a.skip_crds;
+    Ok(TemplateSettings {
+        args: a.args,
+        namespace: a.namespace,
+        values: ValueOptions {
+            values_files: a.values,
+            set: a.set,
+            set_string: a.set_string,
+            set_file: a.set_file,
+            set_json: a.set_json,
+        },
+        include_crds: a.include_crds,
+        skip_tests: a.skip_tests,
+        no_hooks: a.no_hooks,
+        is_upgrade: a.is_upgrade,
+        kube_version: a.kube_version,
+        api_versions: a.api_versions,
+        show_only: a.show_only,
+        output_dir: a.output_dir,
+        release_name_dir: a.release_name,
+        generate_name: a.generate_name,
+        name_template: a.name_template,
+        skip_schema_validation: a.skip_schema_validation,
+        env,
+    })
+}
 
 /// Run the command line; returns the process exit code.
 pub fn main() -> i32 {
-    0
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            if !e.use_stderr() {
+                // --help, --version
+                let _ = e.print();
+                return 0;
+            }
+            return print_error(&cobra_message(&e));
+        }
+    };
+    match cli.command {
+        Command::Template(a) => run_template(a),
+    }
+}
+
+fn run_template(a: TemplateArgs) -> i32 {
+    let settings = match template_settings(a) {
+        Ok(s) => s,
+        Err(e) => return print_error(&e.to_string()),
+    };
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let result = template::run(&settings, &mut out, &mut stderr.lock());
+    let _ = out.flush();
+    match result {
+        Ok(()) => 0,
+        Err(e) => print_error(&e.to_string()),
+    }
+}
+
+/// Helm's (cobra/pflag's) wording for the common argument errors; clap's
+/// own text otherwise.
+fn cobra_message(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let arg = match e.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(s)) => s.clone(),
+        _ => String::new(),
+    };
+    let flag = arg.split([' ', '=']).next().unwrap_or_default().to_string();
+    match e.kind() {
+        ErrorKind::UnknownArgument if flag.starts_with("--") => format!("unknown flag: {flag}"),
+        ErrorKind::UnknownArgument if flag.starts_with('-') && flag.len() > 1 => {
+            format!("unknown shorthand flag: '{}' in {flag}", &flag[1..2])
+        }
+        ErrorKind::InvalidValue | ErrorKind::NoEquals if arg.starts_with('-') => {
+            format!("flag needs an argument: {flag}")
+        }
+        _ => {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or_default();
+            first.strip_prefix("error: ").unwrap_or(first).to_string()
+        }
+    }
+}
+
+fn print_error(msg: &str) -> i32 {
+    let _ = writeln!(std::io::stderr(), "Error: {msg}");
+    1
 }

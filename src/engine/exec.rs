@@ -422,7 +422,9 @@ impl<'a, 't> State<'a, 't> {
         r: &'t Branch,
         out: &mut String,
     ) -> R<()> {
-        let val = self.eval_pipeline(dot, &r.pipe)?;
+        // Named map and slice types (Helm's `Files`, `VersionSet`) range
+        // like their underlying map or slice, as Go's reflection sees them.
+        let val = self.eval_pipeline(dot, &r.pipe)?.underlying();
         let mark = self.vars.len();
         let ndecl = r.pipe.decl.len();
         let iteration = |s: &mut Self, index: Value, elem: V, out: &mut String| -> R<()> {

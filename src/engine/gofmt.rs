@@ -472,6 +472,12 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
             }
             Some(a) => {
                 argn += 1;
+                // Go's doPrintf: for %v the plus flag becomes plusV, which
+                // only affects struct field names, never number signs.
+                let mut f = f;
+                if verb == 'v' {
+                    f.plus = false;
+                }
                 print_arg(a, verb, f, &mut out);
             }
         }

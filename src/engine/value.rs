@@ -142,6 +142,13 @@ pub trait Object {
     fn truthy(&self) -> bool {
         true
     }
+    /// For Go named slice and map types that have methods (Helm's
+    /// `chartutil.VersionSet`, `engine.files`): the underlying list or map,
+    /// which `range`, `index`, `len` and list/map parameters see. `None` for
+    /// structs and pointers.
+    fn underlying(&self) -> Option<Value> {
+        None
+    }
     /// Lets functions downcast to the concrete type (e.g. `semverCompare` on a
     /// `*semver.Version`, or the chart's `Files`).
     fn as_any(&self) -> &dyn Any;
@@ -233,6 +240,15 @@ impl Value {
                 MapKind::Str => "map[string]string",
             },
             Value::Object(o) => o.type_name(),
+        }
+    }
+
+    /// The value Go's reflection would see for `range`, `len` and `index`:
+    /// a named map or slice type's underlying collection, else the value.
+    pub fn underlying(&self) -> Value {
+        match self {
+            Value::Object(o) => o.underlying().unwrap_or_else(|| self.clone()),
+            other => other.clone(),
         }
     }
 

@@ -146,7 +146,7 @@ fn not(_: &Env, a: &[Value]) -> FuncResult {
 }
 
 fn length(_: &Env, a: &[Value]) -> FuncResult {
-    let n = match &a[0] {
+    let n = match &a[0].underlying() {
         Value::Str(s) => s.len(),
         Value::Bytes(b) => b.len(),
         Value::List(l) => l.items.len(),
@@ -182,7 +182,7 @@ fn index(_: &Env, a: &[Value]) -> FuncResult {
         return Err("index of untyped nil".into());
     }
     for idx in &a[1..] {
-        item = match &item {
+        item = match &item.underlying() {
             Value::Nil => return Err("index of nil pointer".into()),
             Value::List(l) => {
                 let x = index_arg(idx, l.items.len())?;

@@ -65,6 +65,24 @@ fn rand_int(env: &Env, a: &[Value]) -> FuncResult {
     ))
 }
 
+/// Sprig's `randBytes`: `count` random bytes, base64-encoded (std alphabet).
+fn rand_bytes(env: &Env, a: &[Value]) -> FuncResult {
+    use base64::Engine as _;
+    let count = match &a[0] {
+        Value::Int(n) => *n,
+        _ => 0,
+    };
+    // Go's `make([]byte, count)` panics on a negative length.
+    let Ok(count) = usize::try_from(count) else {
+        return Err("runtime error: makeslice: len out of range".into());
+    };
+    let mut buf = vec![0u8; count];
+    rand::Rng::fill_bytes(&mut *env.rng.borrow_mut(), &mut buf);
+    Ok(Value::string(
+        base64::engine::general_purpose::STANDARD.encode(buf),
+    ))
+}
+
 /// xstrings' `Shuffle`: Fisher–Yates over the string's runes.
 fn shuffle(env: &Env, a: &[Value]) -> FuncResult {
     let mut runes: Vec<char> = a[0].as_str().unwrap_or_default().chars().collect();
@@ -93,7 +111,7 @@ pub fn register(m: &mut FuncMap) {
         &'static str,
         &'static [Param],
         crate::engine::funcs::FuncImpl,
-    ); 7] = [
+    ); 8] = [
         ("randAlphaNum", &[Int], rand_alpha_num),
         ("randAlpha", &[Int], rand_alpha),
         ("randNumeric", &[Int], rand_numeric),
@@ -101,6 +119,7 @@ pub fn register(m: &mut FuncMap) {
         ("randInt", &[Int, Int], rand_int),
         ("shuffle", &[Str], shuffle),
         ("uuidv4", &[], uuidv4),
+        ("randBytes", &[Int], rand_bytes),
     ];
     for (name, params, imp) in defs {
         m.insert(FuncDef {

@@ -1,0 +1,529 @@
+//! Values coalescing: a port of Helm v3.17's `pkg/chartutil/coalesce.go`
+//! (`CoalesceValues`, `MergeValues`, `CoalesceTables`, `MergeTables`) and the
+//! values part of `ToRenderValues`.
+//!
+//! The port works on a private model with Go's reference semantics (maps
+//! shared by pointer) because Helm's result depends on that sharing:
+//! `coalesceGlobals` copies `global` tables shallowly, so a subchart's nested
+//! `global` defaults are merged into maps the parent also holds. Warnings go
+//! to a caller-supplied sink as the complete line Helm's `log.Printf` prints
+//! (with its `coalesce.go:NNN: ` prefix).
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use crate::chart::types::Chart;
+use crate::yaml::{Mapping, Yaml};
+
+/// A values error; `Display` is Helm's message.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct ValuesError(pub String);
+
+/// Where warnings go: one call per line Helm would print on stderr.
+pub type Warn<'a> = &'a mut dyn FnMut(&str);
+
+/// A warning sink that prints to stderr, as Helm does.
+pub fn stderr_warn(line: &str) {
+    eprintln!("{line}");
+}
+
+/// Go's `map[string]interface{}` by reference.
+pub(crate) type M = Rc<RefCell<BTreeMap<String, V>>>;
+
+/// A value in the Go model: a shared map, or anything else (never mutated
+/// by coalescing, so kept as plain YAML).
+#[derive(Clone, Debug)]
+pub(crate) enum V {
+    Map(M),
+    Leaf(Yaml),
+}
+
+pub(crate) fn new_m() -> M {
+    Rc::new(RefCell::new(BTreeMap::new()))
+}
+
+/// Deep copy into the Go model (`copystructure.Copy`).
+pub(crate) fn to_m(m: &Mapping) -> M {
+    Rc::new(RefCell::new(
+        m.iter().map(|(k, v)| (k.clone(), to_v(v))).collect(),
+    ))
+}
+
+pub(crate) fn to_v(y: &Yaml) -> V {
+    match y {
+        Yaml::Map(m) => V::Map(to_m(m)),
+        other => V::Leaf(other.clone()),
+    }
+}
+
+/// Back out of the Go model.
+pub(crate) fn from_m(m: &M) -> Mapping {
+    m.borrow()
+        .iter()
+        .map(|(k, v)| (k.clone(), from_v(v)))
+        .collect()
+}
+
+pub(crate) fn from_v(v: &V) -> Yaml {
+    match v {
+        V::Map(m) => Yaml::Map(from_m(m)),
+        V::Leaf(y) => y.clone(),
+    }
+}
+
+fn concat_prefix(a: &str, b: &str) -> String {
+    if a.is_empty() {
+        b.to_string()
+    } else {
+        format!("{a}.{b}")
+    }
+}
+
+/// Go's `%v` of a values node (`map[a:1 b:[x y]]`, `<nil>`, floats as Go
+/// prints float64).
+pub(crate) fn go_v(y: &Yaml) -> String {
+    let mut out = String::new();
+    go_v_into(y, &mut out);
+    out
+}
+
+fn go_v_into(y: &Yaml, out: &mut String) {
+    match y {
+        Yaml::Null => out.push_str("<nil>"),
+        Yaml::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Yaml::Int(i) => out.push_str(&i.to_string()),
+        Yaml::Float(f) => crate::engine::gofmt::format_float(*f, 'g', -1, out),
+        Yaml::Str(s) => out.push_str(s),
+        Yaml::Seq(items) => {
+            out.push('[');
+            for (i, it) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(' ');
+                }
+                go_v_into(it, out);
+            }
+            out.push(']');
+        }
+        Yaml::Map(m) => {
+            out.push_str("map[");
+            for (i, (k, it)) in m.iter().enumerate() {
+                if i > 0 {
+                    out.push(' ');
+                }
+                out.push_str(k);
+                out.push(':');
+                go_v_into(it, out);
+            }
+            out.push(']');
+        }
+    }
+}
+
+/// Go's `%t` verb applied to any value (used by one Helm error message).
+fn go_t(v: &V) -> String {
+    match v {
+        V::Leaf(Yaml::Bool(b)) => b.to_string(),
+        V::Leaf(Yaml::Null) => "%!t(<nil>)".to_string(),
+        V::Leaf(Yaml::Str(s)) => format!("%!t(string={s})"),
+        V::Leaf(y @ Yaml::Float(_)) => format!("%!t(float64={})", go_v(y)),
+        V::Leaf(y @ Yaml::Int(_)) => format!("%!t(int64={})", go_v(y)),
+        V::Leaf(y @ Yaml::Seq(_)) => format!("%!t([]interface {{}}={})", go_v(y)),
+        V::Map(m) => go_v(&Yaml::Map(from_m(m))),
+        V::Leaf(y @ Yaml::Map(_)) => go_v(y),
+    }
+}
+
+/// `CoalesceValues`: user values over the chart's defaults over its
+/// subcharts' defaults; `null` user values delete keys.
+pub fn coalesce_values(chart: &Chart, vals: &Mapping, warn: Warn) -> Result<Mapping, ValuesError> {
+    let dest = to_m(vals);
+    coalesce(chart, &dest, "", false, warn)?;
+    Ok(from_m(&dest))
+}
+
+/// `MergeValues`: like [`coalesce_values`] but `null`s are kept.
+pub fn merge_values(chart: &Chart, vals: &Mapping, warn: Warn) -> Result<Mapping, ValuesError> {
+    let dest = to_m(vals);
+    coalesce(chart, &dest, "", true, warn)?;
+    Ok(from_m(&dest))
+}
+
+/// `CoalesceTables(dst, src)`: `src` fills what `dst` lacks; a `null` in
+/// `dst` deletes the key.
+pub fn coalesce_tables(dst: &Mapping, src: &Mapping, warn: Warn) -> Mapping {
+    let d = to_m(dst);
+    coalesce_tables_full_key(&d, &to_m(src), "", false, warn);
+    from_m(&d)
+}
+
+/// `MergeTables(dst, src)`: like [`coalesce_tables`], `null`s kept.
+pub fn merge_tables(dst: &Mapping, src: &Mapping, warn: Warn) -> Mapping {
+    let d = to_m(dst);
+    coalesce_tables_full_key(&d, &to_m(src), "", true, warn);
+    from_m(&d)
+}
+
+pub(crate) fn coalesce(
+    ch: &Chart,
+    dest: &M,
+    prefix: &str,
+    merge: bool,
+    warn: Warn,
+) -> Result<(), ValuesError> {
+    coalesce_chart_values(ch, dest, prefix, merge, warn);
+    coalesce_deps(ch, dest, prefix, merge, warn)
+}
+
+fn coalesce_deps(
+    ch: &Chart,
+    dest: &M,
+    prefix: &str,
+    merge: bool,
+    warn: Warn,
+) -> Result<(), ValuesError> {
+    for sub in &ch.dependencies {
+        let name = sub.name().to_string();
+        let existing = dest.borrow().get(&name).cloned();
+        let dvmap = match existing {
+            None => {
+                let m = new_m();
+                dest.borrow_mut().insert(name.clone(), V::Map(m.clone()));
+                m
+            }
+            Some(V::Map(m)) => m,
+            Some(other) => {
+                return Err(ValuesError(format!(
+                    "type mismatch on {name}: {}",
+                    go_t(&other)
+                )));
+            }
+        };
+        let sub_prefix = concat_prefix(prefix, &ch.metadata.name);
+        coalesce_globals(&dvmap, dest, &sub_prefix, warn);
+        coalesce(sub, &dvmap, &sub_prefix, merge, warn)?;
+    }
+    Ok(())
+}
+
+/// `coalesceGlobals`: copy the parent's `global` into the subchart's values.
+fn coalesce_globals(dest: &M, src: &M, prefix: &str, warn: Warn) {
+    let dg = match dest.borrow().get("global").cloned() {
+        None => new_m(),
+        Some(V::Map(m)) => m,
+        Some(V::Leaf(_)) => {
+            warn(
+                "coalesce.go:138: warning: skipping globals because destination global is not a table.",
+            );
+            return;
+        }
+    };
+    let sg = match src.borrow().get("global").cloned() {
+        None => new_m(),
+        Some(V::Map(m)) => m,
+        Some(V::Leaf(_)) => {
+            warn(
+                "coalesce.go:145: warning: skipping globals because source global is not a table.",
+            );
+            return;
+        }
+    };
+    let entries: Vec<(String, V)> = sg
+        .borrow()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for (key, val) in entries {
+        match &val {
+            V::Map(vm) => {
+                // copyMap: a shallow copy; nested maps stay shared.
+                let vv: M = Rc::new(RefCell::new(vm.borrow().clone()));
+                let destv = dg.borrow().get(&key).cloned();
+                match destv {
+                    None => {
+                        dg.borrow_mut().insert(key, V::Map(vv));
+                    }
+                    Some(V::Map(destvmap)) => {
+                        let sub_prefix = concat_prefix(prefix, &key);
+                        coalesce_tables_full_key(&vv, &destvmap, &sub_prefix, true, warn);
+                        dg.borrow_mut().insert(key, V::Map(vv));
+                    }
+                    Some(V::Leaf(_)) => {
+                        warn(&format!(
+                            "coalesce.go:161: Conflict: cannot merge map onto non-map for {}. Skipping.",
+                            crate::chart::metadata::go_quote(&key)
+                        ));
+                    }
+                }
+            }
+            V::Leaf(_) => {
+                let is_table = matches!(dg.borrow().get(&key), Some(V::Map(_)));
+                if is_table {
+                    warn(&format!("coalesce.go:175: key {key} is table. Skipping"));
+                } else {
+                    dg.borrow_mut().insert(key, val.clone());
+                }
+            }
+        }
+    }
+    dest.borrow_mut().insert("global".to_string(), V::Map(dg));
+}
+
+/// `coalesceValues`: the chart's own defaults under the given values.
+fn coalesce_chart_values(c: &Chart, v: &M, prefix: &str, merge: bool, warn: Warn) {
+    let sub_prefix = concat_prefix(prefix, &c.metadata.name);
+    let vc = to_m(&c.values);
+    let entries: Vec<(String, V)> = vc
+        .borrow()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for (key, val) in entries {
+        let cur = v.borrow().get(&key).cloned();
+        match cur {
+            Some(V::Leaf(Yaml::Null)) if !merge => {
+                v.borrow_mut().remove(&key);
+            }
+            Some(V::Map(dest)) => match &val {
+                V::Map(src) => {
+                    let merge = c.dependencies.iter().any(|s| s.name() == key) || merge;
+                    coalesce_tables_full_key(
+                        &dest,
+                        src,
+                        &concat_prefix(&sub_prefix, &key),
+                        merge,
+                        warn,
+                    );
+                }
+                V::Leaf(Yaml::Null) => {}
+                V::Leaf(_) => warn(&format!(
+                    "coalesce.go:237: warning: skipped value for {sub_prefix}.{key}: Not a table."
+                )),
+            },
+            Some(_) => {}
+            None => {
+                v.borrow_mut().insert(key, val);
+            }
+        }
+    }
+}
+
+/// `coalesceTablesFullKey`: merge `src` into `dst` in place.
+pub(crate) fn coalesce_tables_full_key(dst: &M, src: &M, prefix: &str, merge: bool, warn: Warn) {
+    let entries: Vec<(String, V)> = src
+        .borrow()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for (key, val) in entries {
+        let fullkey = concat_prefix(prefix, &key);
+        let dv = dst.borrow().get(&key).cloned();
+        match dv {
+            Some(V::Leaf(Yaml::Null)) if !merge => {
+                dst.borrow_mut().remove(&key);
+            }
+            None => {
+                dst.borrow_mut().insert(key, val);
+            }
+            Some(dv) => match (&val, &dv) {
+                (V::Map(vm), V::Map(dm)) => {
+                    if !Rc::ptr_eq(vm, dm) {
+                        coalesce_tables_full_key(dm, vm, &fullkey, merge, warn);
+                    }
+                }
+                (V::Map(vm), V::Leaf(_)) => warn(&format!(
+                    "coalesce.go:298: warning: cannot overwrite table with non table for {fullkey} ({})",
+                    go_v(&Yaml::Map(from_m(vm)))
+                )),
+                (V::Leaf(Yaml::Null), _) => {}
+                (V::Leaf(l), V::Map(_)) => warn(&format!(
+                    "coalesce.go:301: warning: destination for {fullkey} is a table. Ignoring non-table value ({})",
+                    go_v(l)
+                )),
+                (V::Leaf(_), V::Leaf(_)) => {}
+            },
+        }
+    }
+}
+
+/// What Helm's `ToRenderValues` puts under `.Values`: the coalesced values,
+/// validated against the chart's and its subcharts' `values.schema.json`
+/// unless `skip_schema_validation`. Call after
+/// [`crate::chart::dependencies::process_dependencies`].
+pub fn render_values(
+    chart: &Chart,
+    user_values: &Mapping,
+    skip_schema_validation: bool,
+    warn: Warn,
+) -> Result<Mapping, ValuesError> {
+    let vals = coalesce_values(chart, user_values, warn)?;
+    if !skip_schema_validation {
+        crate::chart::schema::validate_against_schema(chart, &vals).map_err(|e| {
+            ValuesError(format!(
+                "values don't meet the specifications of the schema(s) in the following chart(s):\n{e}"
+            ))
+        })?;
+    }
+    Ok(vals)
+}
+
+/// The whole values path of `helm template`/`helm install` (v3.17
+/// `action.Install.RunWithContext`): `ProcessDependenciesWithMerge` (which
+/// removes disabled subcharts from `chart`, applies aliases and
+/// import-values), then [`render_values`]. `chart` is changed in place and
+/// must be rendered afterwards, not the loaded original.
+pub fn to_render_values(
+    chart: &mut Chart,
+    user_values: &Mapping,
+    skip_schema_validation: bool,
+    warn: Warn,
+) -> Result<Mapping, ValuesError> {
+    crate::chart::dependencies::process_dependencies(chart, user_values, warn)?;
+    render_values(chart, user_values, skip_schema_validation, warn)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::chart::types::Metadata;
+
+    pub(crate) fn y(src: &str) -> Mapping {
+        match crate::chart::load::parse_yaml(src).unwrap() {
+            Yaml::Map(m) => m,
+            Yaml::Null => Mapping::new(),
+            other => panic!("not a map: {other:?}"),
+        }
+    }
+
+    fn chart(name: &str, values: &str, deps: Vec<Chart>) -> Chart {
+        Chart {
+            metadata: Metadata {
+                name: name.into(),
+                api_version: "v2".into(),
+                version: "0.1.0".into(),
+                ..Default::default()
+            },
+            values: y(values),
+            dependencies: deps,
+            ..Default::default()
+        }
+    }
+
+    fn json(m: &Mapping) -> String {
+        serde_json::to_string(&to_json(&Yaml::Map(m.clone()))).unwrap()
+    }
+
+    fn to_json(y: &Yaml) -> serde_json::Value {
+        match y {
+            Yaml::Null => serde_json::Value::Null,
+            Yaml::Bool(b) => (*b).into(),
+            Yaml::Int(i) => (*i).into(),
+            Yaml::Float(f) => {
+                if f.fract() == 0.0 {
+                    (*f as i64).into()
+                } else {
+                    (*f).into()
+                }
+            }
+            Yaml::Str(s) => s.clone().into(),
+            Yaml::Seq(v) => v.iter().map(to_json).collect(),
+            Yaml::Map(m) => m.iter().map(|(k, v)| (k.clone(), to_json(v))).collect(),
+        }
+    }
+
+    /// Expected values from helm v3.17.3 (`{{ toJson .Values }}` of a
+    /// throw-away chart in /tmp, `--set a=3 --set c.d=4 --set sub.on=7`).
+    #[test]
+    fn coalesce_matches_helm() {
+        let sub = chart("sub", "x: 1\nglobal:\n  g: 1\n", vec![]);
+        let mut top = chart(
+            "c2",
+            "a:\n  b: 1\nc: 2\nother: 5\nsub:\n  on: yes\n",
+            vec![sub],
+        );
+        let user = crate::chart::strvals::parse("a=3,c.d=4,sub.on=7").unwrap();
+        let mut warnings = Vec::new();
+        let v = to_render_values(&mut top, &user, false, &mut |w: &str| {
+            warnings.push(w.to_string())
+        })
+        .unwrap();
+        assert_eq!(
+            json(&v),
+            r#"{"a":3,"c":{"d":4},"other":5,"sub":{"global":{"g":1},"on":7,"true":true,"x":1}}"#
+        );
+        assert!(warnings.contains(
+            &"coalesce.go:237: warning: skipped value for c2.c: Not a table.".to_string()
+        ));
+    }
+
+    #[test]
+    fn null_deletes_and_globals_flow_down() {
+        let sub = chart("sub", "x: 1\ny: 2\nglobal:\n  g: 1\n", vec![]);
+        let top = chart("top", "a: 1\nb: 2\nglobal:\n  t: 1\n", vec![sub]);
+        let user = y("a: null\nsub:\n  y: null\nglobal:\n  u: 1\n");
+        let v = coalesce_values(&top, &user, &mut |_: &str| {}).unwrap();
+        assert_eq!(
+            json(&v),
+            r#"{"b":2,"global":{"t":1,"u":1},"sub":{"global":{"g":1,"t":1,"u":1},"x":1}}"#
+        );
+    }
+}
+
+/// A development harness for comparing with the real helm: with
+/// `ANTIOPA_DUMP_CHART=<chart dir>` (and optionally
+/// `ANTIOPA_DUMP_VALUES=<values file>`), prints `<templates path>\t<json>`
+/// for every chart that renders, i.e. what `{{ toJson .Values }}` shows in
+/// each chart's templates. Run with `cargo test --lib dump_values -- --ignored --nocapture`.
+#[cfg(test)]
+mod dump {
+    use super::*;
+
+    fn walk(c: &Chart, vals: &Mapping, out: &mut Vec<String>) {
+        if !c.is_library() {
+            let j = crate::chart::schema::to_json(&Yaml::Map(vals.clone()));
+            out.push(format!("{}/templates\t{}", c.full_path, j));
+        }
+        for d in &c.dependencies {
+            let sub = match vals.get(d.name()) {
+                Some(Yaml::Map(m)) => m.clone(),
+                _ => Mapping::new(),
+            };
+            walk(d, &sub, out);
+        }
+    }
+
+    #[test]
+    #[ignore]
+    fn dump_values() {
+        let Ok(dir) = std::env::var("ANTIOPA_DUMP_CHART") else {
+            return;
+        };
+        let mut chart = crate::chart::load::load(std::path::Path::new(&dir)).unwrap();
+        let opts = crate::chart::strvals::ValueOptions {
+            values_files: std::env::var("ANTIOPA_DUMP_VALUES")
+                .into_iter()
+                .filter(|v| !v.is_empty())
+                .collect(),
+            ..Default::default()
+        };
+        let user = opts.merge().unwrap();
+        let mut warnings = Vec::new();
+        let vals = to_render_values(&mut chart, &user, false, &mut |w: &str| {
+            warnings.push(w.to_string())
+        });
+        for w in &warnings {
+            println!("WARN\t{w}");
+        }
+        match vals {
+            Ok(v) => {
+                let mut out = Vec::new();
+                walk(&chart, &v, &mut out);
+                for l in out {
+                    println!("DUMP\t{l}");
+                }
+            }
+            Err(e) => println!("ERROR\t{e}"),
+        }
+    }
+}

@@ -1,0 +1,407 @@
+//! `.helmignore` rules: a port of Helm's `pkg/ignore` (v3.17).
+//!
+//! Hand-written because Helm's rules are not gitignore's: patterns are Go
+//! `filepath.Match` globs, `**` is rejected, a pattern without `/` matches
+//! the base name only, a leading `/` anchors to the chart root, a trailing
+//! `/` matches directories only, and `!` negation has Helm's own (inverted)
+//! meaning. The rules apply only while walking a chart *directory*; Helm
+//! does not apply them to archives.
+
+/// One parsed rule (Helm's `pattern`).
+#[derive(Clone, Debug)]
+struct Pattern {
+    rule: String,
+    negate: bool,
+    must_dir: bool,
+    kind: MatchKind,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum MatchKind {
+    /// Leading `/`: match the whole relative path against the rule without it.
+    Anchored,
+    /// The rule contains `/`: match the whole relative path.
+    Path,
+    /// No `/`: match the base name.
+    Base,
+}
+
+/// A `.helmignore` rule set (Helm's `ignore.Rules`).
+#[derive(Clone, Debug, Default)]
+pub struct Rules {
+    patterns: Vec<Pattern>,
+}
+
+impl Rules {
+    /// Rules with no patterns (`ignore.Empty`).
+    pub fn empty() -> Self {
+        Rules::default()
+    }
+
+    /// Parse a `.helmignore` file (`ignore.Parse`): one rule per line, a UTF-8
+    /// BOM on the first line dropped, blank lines and `#` comments skipped.
+    pub fn parse(text: &str) -> Result<Rules, String> {
+        let mut r = Rules::empty();
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        // bufio.Scanner's ScanLines: split on \n, drop a trailing \r.
+        for line in text.split('\n') {
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            r.parse_rule(line)?;
+        }
+        Ok(r)
+    }
+
+    /// Helm's built-in rule: dot-files directly under `templates/`.
+    pub fn add_defaults(&mut self) {
+        // The default rule is valid; parse_rule cannot fail on it.
+        let _ = self.parse_rule("templates/.?*");
+    }
+
+    fn parse_rule(&mut self, rule: &str) -> Result<(), String> {
+        // strings.TrimSpace
+        let rule = rule.trim_matches(|c: char| c.is_whitespace());
+        if rule.is_empty() || rule.starts_with('#') {
+            return Ok(());
+        }
+        if rule.contains("**") {
+            return Err("double-star (**) syntax is not supported".to_string());
+        }
+        // filepath.Match(rule, "abc") validates the pattern.
+        go_match(rule, "abc")?;
+        let mut rule = rule;
+        let negate = if let Some(r) = rule.strip_prefix('!') {
+            rule = r;
+            true
+        } else {
+            false
+        };
+        let must_dir = if let Some(r) = rule.strip_suffix('/') {
+            rule = r;
+            true
+        } else {
+            false
+        };
+        let (kind, rule) = if let Some(r) = rule.strip_prefix('/') {
+            (MatchKind::Anchored, r)
+        } else if rule.contains('/') {
+            (MatchKind::Path, rule)
+        } else {
+            (MatchKind::Base, rule)
+        };
+        self.patterns.push(Pattern {
+            rule: rule.to_string(),
+            negate,
+            must_dir,
+            kind,
+        });
+        Ok(())
+    }
+
+    /// Whether `path` (relative to the chart root, `/`-separated) is ignored
+    /// (`Rules.Ignore`). Like Helm, a negated rule that does *not* match
+    /// ignores the path, and the first deciding rule wins.
+    pub fn ignore(&self, path: &str, is_dir: bool) -> bool {
+        if path.is_empty() || path == "." || path == "./" {
+            return false;
+        }
+        for p in &self.patterns {
+            if p.negate {
+                if p.must_dir && !is_dir {
+                    return true;
+                }
+                if !p.matches(path) {
+                    return true;
+                }
+                continue;
+            }
+            if p.must_dir && !is_dir {
+                continue;
+            }
+            if p.matches(path) {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+impl Pattern {
+    fn matches(&self, path: &str) -> bool {
+        let name = match self.kind {
+            MatchKind::Anchored | MatchKind::Path => path,
+            // filepath.Base
+            MatchKind::Base => {
+                let trimmed = path.trim_end_matches('/');
+                if trimmed.is_empty() {
+                    "/"
+                } else {
+                    trimmed.rsplit('/').next().unwrap_or(trimmed)
+                }
+            }
+        };
+        go_match(&self.rule, name).unwrap_or(false)
+    }
+}
+
+/// Go's `path/filepath.Match` on Unix (`*`, `?`, `[...]` classes with `^`
+/// negation and ranges, `\` escapes; `*` and `?` never match `/`). Errors
+/// are Go's `ErrBadPattern` text.
+pub fn go_match(pattern: &str, name: &str) -> Result<bool, String> {
+    const BAD: &str = "syntax error in pattern";
+    let mut pattern: &str = pattern;
+    let mut name: &str = name;
+    'pattern: while !pattern.is_empty() {
+        let (star, chunk, rest) = scan_chunk(pattern);
+        pattern = rest;
+        if star && chunk.is_empty() {
+            // Trailing * matches the rest unless it contains a separator.
+            return Ok(!name.contains('/'));
+        }
+        // Look for a match at the current position.
+        let (t, ok, err) = match_chunk(chunk, name);
+        if ok && (t.is_empty() || !pattern.is_empty()) {
+            name = t;
+            continue;
+        }
+        if let Some(e) = err {
+            return Err(e);
+        }
+        if star {
+            // Look for a match skipping i+1 bytes; cannot skip '/'.
+            let bytes = name.as_bytes();
+            let mut i = 0;
+            while i < bytes.len() && bytes[i] != b'/' {
+                // advance to the next char boundary
+                let mut j = i + 1;
+                while j < bytes.len() && !name.is_char_boundary(j) {
+                    j += 1;
+                }
+                let (t, ok, err) = match_chunk(chunk, &name[j..]);
+                if ok {
+                    // if we're the last chunk, make sure we exhausted the name
+                    if pattern.is_empty() && !t.is_empty() {
+                        i = j;
+                        continue;
+                    }
+                    name = t;
+                    continue 'pattern;
+                }
+                if let Some(e) = err {
+                    return Err(e);
+                }
+                i = j;
+            }
+        }
+        // Before returning false with no error, check that the remainder of
+        // the pattern is syntactically valid.
+        while !pattern.is_empty() {
+            let (_, chunk, rest) = scan_chunk(pattern);
+            pattern = rest;
+            let (_, _, err) = match_chunk(chunk, "");
+            if err.is_some() {
+                return Err(BAD.to_string());
+            }
+        }
+        return Ok(false);
+    }
+    Ok(name.is_empty())
+}
+
+/// Go's `scanChunk`: leading stars, then the chunk up to the next unescaped
+/// `*` outside a class.
+fn scan_chunk(pattern: &str) -> (bool, &str, &str) {
+    let mut star = false;
+    let mut p = pattern;
+    while let Some(r) = p.strip_prefix('*') {
+        p = r;
+        star = true;
+    }
+    let bytes = p.as_bytes();
+    let mut inrange = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            // An escape skips the next byte; a trailing `\\` is reported
+            // by matchChunk as a bad pattern.
+            b'\\' if i + 1 < bytes.len() => i += 1,
+            b'[' => inrange = true,
+            b']' => inrange = false,
+            b'*' if !inrange => break,
+            _ => {}
+        }
+        i += 1;
+    }
+    (star, &p[..i], &p[i..])
+}
+
+/// Go's `matchChunk`: returns the rest of `s` after matching `chunk`, whether
+/// it matched, and a syntax error.
+fn match_chunk<'a>(chunk: &str, s: &'a str) -> (&'a str, bool, Option<String>) {
+    const BAD: &str = "syntax error in pattern";
+    let mut chunk: Vec<char> = chunk.chars().collect();
+    let mut s = s;
+    // failed records whether the match has failed; after that, only the
+    // pattern's syntax is checked (Go 1.16+ behaviour).
+    let mut failed = false;
+    while !chunk.is_empty() {
+        if !failed && s.is_empty() {
+            failed = true;
+        }
+        match chunk[0] {
+            '[' => {
+                let mut r = '\0';
+                if !failed {
+                    let mut it = s.chars();
+                    r = it.next().unwrap_or('\0');
+                    s = &s[r.len_utf8()..];
+                }
+                chunk.remove(0);
+                let mut negated = false;
+                if chunk.first() == Some(&'^') {
+                    negated = true;
+                    chunk.remove(0);
+                }
+                let mut matched = false;
+                let mut nrange = 0;
+                loop {
+                    if !chunk.is_empty() && chunk[0] == ']' && nrange > 0 {
+                        chunk.remove(0);
+                        break;
+                    }
+                    let lo = match get_esc(&mut chunk) {
+                        Ok(c) => c,
+                        Err(()) => return ("", false, Some(BAD.to_string())),
+                    };
+                    let mut hi = lo;
+                    if chunk.first() == Some(&'-') {
+                        chunk.remove(0);
+                        hi = match get_esc(&mut chunk) {
+                            Ok(c) => c,
+                            Err(()) => return ("", false, Some(BAD.to_string())),
+                        };
+                    }
+                    if lo <= r && r <= hi {
+                        matched = true;
+                    }
+                    nrange += 1;
+                }
+                if matched == negated {
+                    failed = true;
+                }
+            }
+            '?' => {
+                if !failed {
+                    let c = s.chars().next().unwrap_or('\0');
+                    if c == '/' {
+                        failed = true;
+                    }
+                    s = &s[c.len_utf8().min(s.len())..];
+                }
+                chunk.remove(0);
+            }
+            '\\' => {
+                chunk.remove(0);
+                if chunk.is_empty() {
+                    return ("", false, Some(BAD.to_string()));
+                }
+                if !failed {
+                    if s.starts_with(chunk[0]) {
+                        s = &s[chunk[0].len_utf8()..];
+                    } else {
+                        failed = true;
+                    }
+                }
+                chunk.remove(0);
+            }
+            c => {
+                if !failed {
+                    if s.starts_with(c) {
+                        s = &s[c.len_utf8()..];
+                    } else {
+                        failed = true;
+                    }
+                }
+                chunk.remove(0);
+            }
+        }
+    }
+    if failed {
+        return ("", false, None);
+    }
+    (s, true, None)
+}
+
+/// Go's `getEsc`: one possibly escaped character of a class.
+fn get_esc(chunk: &mut Vec<char>) -> Result<char, ()> {
+    if chunk.is_empty() || chunk[0] == '-' || chunk[0] == ']' {
+        return Err(());
+    }
+    let mut c = chunk.remove(0);
+    if c == '\\' {
+        if chunk.is_empty() {
+            return Err(());
+        }
+        c = chunk.remove(0);
+    }
+    if chunk.is_empty() {
+        return Err(());
+    }
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_match_basics() {
+        assert_eq!(go_match("*.txt", "a.txt"), Ok(true));
+        assert_eq!(go_match("*.txt", "d/a.txt"), Ok(false));
+        assert_eq!(go_match("a?c", "abc"), Ok(true));
+        assert_eq!(go_match("[a-c]x", "bx"), Ok(true));
+        assert_eq!(go_match("[^a-c]x", "bx"), Ok(false));
+        assert_eq!(go_match("\\*", "*"), Ok(true));
+        assert!(go_match("[", "abc").is_err());
+        assert!(go_match("a\\", "abc").is_err());
+        assert_eq!(go_match("templates/.?*", "templates/.x"), Ok(true));
+        assert_eq!(go_match("templates/.?*", "templates/x"), Ok(false));
+    }
+
+    /// Helm's pkg/ignore rules_test.go cases (path, is_dir, ignored).
+    #[test]
+    fn helm_rules() {
+        let cases: &[(&str, &str, bool, bool)] = &[
+            ("helm.txt", "helm.txt", false, true),
+            ("helm.*", "helm.txt", false, true),
+            ("helm.*", "rudder.txt", false, false),
+            ("*.txt", "tiller.txt", false, true),
+            ("*.txt", "cargo/a.txt", false, true),
+            ("cargo/*.txt", "cargo/a.txt", false, true),
+            ("cargo/*.*", "cargo/a.txt", false, true),
+            ("cargo/*.txt", "mast/a.txt", false, false),
+            ("ru[c-e]?er.txt", "rudder.txt", false, true),
+            ("templates/.?*", "templates/.dotfile", false, true),
+            ("/tiller.txt", "tiller.txt", false, true),
+            ("/tiller.txt", "cargo/tiller.txt", false, false),
+            ("/cargo/*.txt", "cargo/a.txt", false, true),
+            ("cargo/", "cargo", true, true),
+            ("cargo/", "cargo/", true, true),
+            ("cargo/", "mast/", true, false),
+            ("helm.txt/", "helm.txt", false, false),
+            ("!helm.txt", "helm.txt", false, false),
+            ("!helm.txt", "tiller.txt", false, true),
+            ("!*.txt", "cargo", true, true),
+            ("!cargo/", "mast/", true, true),
+            ("!cargo/", "cargo/a.txt", false, true),
+        ];
+        for (rule, path, is_dir, want) in cases {
+            let r = Rules::parse(rule).unwrap();
+            assert_eq!(r.ignore(path, *is_dir), *want, "{rule} {path}");
+        }
+        assert_eq!(
+            Rules::parse("a/**/b").unwrap_err(),
+            "double-star (**) syntax is not supported"
+        );
+        assert_eq!(Rules::parse("[").unwrap_err(), "syntax error in pattern");
+    }
+}

@@ -1,0 +1,804 @@
+//! Loading a chart from a directory or a `.tgz` archive: a port of Helm
+//! v3.17's `pkg/chart/loader` (`LoadDir`, `LoadFile`, `LoadArchiveFiles`,
+//! `LoadFiles`). Files are sorted into Chart.yaml, values, schema,
+//! templates, CRDs, subcharts and other files exactly as Helm does, with
+//! Helm's error texts; subcharts under `charts/` (directories and archives)
+//! load recursively and every chart gets its `full_path`.
+
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::chart::coalesce::Warn;
+use crate::chart::ignore::Rules;
+use crate::chart::metadata::{self, go_quote};
+use crate::chart::types::{Chart, File};
+use crate::yaml::{Mapping, Yaml};
+
+/// Helm's `MaxDecompressedChartSize` (100 MiB).
+const MAX_DECOMPRESSED_CHART_SIZE: u64 = 100 * 1024 * 1024;
+/// Helm's `MaxDecompressedFileSize` (5 MiB).
+const MAX_DECOMPRESSED_FILE_SIZE: u64 = 5 * 1024 * 1024;
+
+/// Why a chart could not be loaded; `Display` is Helm's message (what it
+/// prints after `Error: `).
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The chart path does not exist (`helm`'s `LocateChart` text).
+    #[error("path {} not found", go_quote(.0))]
+    NotFound(String),
+    /// Anything else, already worded as Helm words it.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+fn invalid(msg: impl Into<String>) -> LoadError {
+    LoadError::Invalid(msg.into())
+}
+
+/// A file read from a chart directory or archive, named relative to the
+/// chart root (Helm's `BufferedFile`).
+#[derive(Clone, Debug)]
+pub struct BufferedFile {
+    pub name: String,
+    pub data: Vec<u8>,
+}
+
+/// Parse YAML text as sigs.k8s.io/yaml.Unmarshal into `interface{}` does
+/// (numbers float64). The error is Helm's full text
+/// (`error converting YAML to JSON: yaml: line N: …`).
+///
+/// This and [`parse_yaml_typed`] are the only places the chart module parses
+/// YAML. Until the crate's YAML loader is merged they use the stand-in
+/// below; at the merge their bodies become
+/// `crate::yaml::from_yaml(src).map_err(|e| e.to_string())` and
+/// `crate::yaml::load(src, crate::yaml::Numbers::Yaml).map_err(|e|
+/// format!("error converting YAML to JSON: {e}"))`, and `mod yaml_shim`
+/// goes away.
+pub(crate) fn parse_yaml(src: &str) -> Result<Yaml, String> {
+    crate::yaml::from_yaml(src).map_err(|e| e.to_string())
+}
+
+/// Parse YAML keeping yaml.v2's int/float distinction, for decoding into Go
+/// structs (`Chart.yaml`, where sigs.k8s.io/yaml turns an int `12345678`
+/// into "12345678" but a float into `FormatFloat(f, 'g', -1, 32)`).
+pub(crate) fn parse_yaml_typed(src: &str) -> Result<Yaml, String> {
+    crate::yaml::load(src, crate::yaml::Numbers::Yaml)
+        .map_err(|e| format!("error converting YAML to JSON: {e}"))
+}
+
+/// Load a chart from a directory or a gzipped tar archive (Helm's
+/// `loader.Load`).
+pub fn load(path: &Path) -> Result<Chart, LoadError> {
+    load_with_warnings(path, &mut crate::chart::coalesce::stderr_warn)
+}
+
+/// [`load`], sending Helm's loader warnings (`load.go:120: Warning: …`, the
+/// line its `log.Printf` prints) to `warn`.
+pub fn load_with_warnings(path: &Path, warn: Warn) -> Result<Chart, LoadError> {
+    let meta = std::fs::metadata(path)
+        .map_err(|_| LoadError::NotFound(path.to_string_lossy().into_owned()))?;
+    let mut chart = if meta.is_dir() {
+        load_dir(path, warn)?
+    } else {
+        load_file(path, warn)?
+    };
+    set_full_paths(&mut chart, "");
+    Ok(chart)
+}
+
+/// `checkIfInstallable` of `helm install/template`: only application charts
+/// render (`Error: library charts are not installable`).
+pub fn check_installable(chart: &Chart) -> Result<(), String> {
+    match chart.metadata.chart_type.as_str() {
+        "" | "application" => Ok(()),
+        t => Err(format!("{t} charts are not installable")),
+    }
+}
+
+/// Recompute `full_path` for a chart tree (Helm's `ChartFullPath`:
+/// `parent/charts/name`, using each chart's current name, so aliases show).
+pub fn set_full_paths(chart: &mut Chart, parent: &str) {
+    chart.full_path = if parent.is_empty() {
+        chart.metadata.name.clone()
+    } else {
+        format!("{parent}/charts/{}", chart.metadata.name)
+    };
+    let me = chart.full_path.clone();
+    for dep in &mut chart.dependencies {
+        set_full_paths(dep, &me);
+    }
+}
+
+/// `LoadDir`: walk the directory (following symlinks, names sorted within
+/// each directory as Go's `filepath.Walk` does), applying `.helmignore`.
+pub fn load_dir(dir: &Path, warn: Warn) -> Result<Chart, LoadError> {
+    let top = std::path::absolute(dir).map_err(|e| invalid(e.to_string()))?;
+    let mut rules = Rules::empty();
+    let ifile = top.join(".helmignore");
+    if ifile.exists() {
+        let text = std::fs::read(&ifile).map_err(|e| invalid(e.to_string()))?;
+        rules = Rules::parse(&String::from_utf8_lossy(&text)).map_err(invalid)?;
+    }
+    rules.add_defaults();
+    let mut files = Vec::new();
+    walk(&top, "", &rules, &mut files)?;
+    load_files(files, warn)
+}
+
+fn walk(
+    dir: &Path,
+    rel: &str,
+    rules: &Rules,
+    files: &mut Vec<BufferedFile>,
+) -> Result<(), LoadError> {
+    let rd = std::fs::read_dir(dir).map_err(|e| invalid(format!("{}: {e}", dir.display())))?;
+    let mut names: Vec<String> = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| invalid(e.to_string()))?;
+        names.push(entry.file_name().to_string_lossy().into_owned());
+    }
+    names.sort();
+    for name in names {
+        let full = dir.join(&name);
+        let n = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
+        // sympath.Walk follows symlinks.
+        let meta = std::fs::metadata(&full)
+            .map_err(|e| invalid(format!("lstat {}: {e}", full.display())))?;
+        if meta.is_dir() {
+            if rules.ignore(&n, true) {
+                continue;
+            }
+            walk(&full, &n, rules, files)?;
+            continue;
+        }
+        if rules.ignore(&n, false) {
+            continue;
+        }
+        if !meta.is_file() {
+            return Err(invalid(format!(
+                "cannot load irregular file {} as it has file mode type bits set",
+                full.display()
+            )));
+        }
+        if meta.len() > MAX_DECOMPRESSED_FILE_SIZE {
+            return Err(invalid(format!(
+                "chart file {} is larger than the maximum file size {MAX_DECOMPRESSED_FILE_SIZE}",
+                go_quote(&name)
+            )));
+        }
+        let mut data =
+            std::fs::read(&full).map_err(|e| invalid(format!("error reading {n}: {e}")))?;
+        if data.starts_with(&[0xEF, 0xBB, 0xBF]) {
+            data.drain(..3);
+        }
+        files.push(BufferedFile { name: n, data });
+    }
+    Ok(())
+}
+
+/// `LoadFile`: a chart archive on disk, with Helm's content sniffing.
+pub fn load_file(path: &Path, warn: Warn) -> Result<Chart, LoadError> {
+    let name = path.to_string_lossy().into_owned();
+    let data = std::fs::read(path).map_err(|e| invalid(format!("open {name}: {e}")))?;
+    // Helm sniffs a 512-byte buffer, zero-padded when the file is shorter.
+    let mut head = data[..data.len().min(512)].to_vec();
+    head.resize(512, 0);
+    let head = head.as_slice();
+    if !head.starts_with(&[0x1F, 0x8B, 0x08]) {
+        if name.ends_with(".yml") || name.ends_with(".yaml") {
+            return Err(invalid(format!(
+                "file '{name}' seems to be a YAML file, but expected a gzipped archive"
+            )));
+        }
+        return Err(invalid(format!(
+            "file '{name}' does not appear to be a gzipped archive; got '{}'",
+            detect_content_type(head)
+        )));
+    }
+    load_archive(&data, warn)
+}
+
+/// A reduced `http.DetectContentType` for the non-gzip case of Helm's
+/// message: text vs. binary.
+fn detect_content_type(head: &[u8]) -> &'static str {
+    let binary = head
+        .iter()
+        .any(|b| matches!(b, 0x00..=0x08 | 0x0B | 0x0E..=0x1A | 0x1C..=0x1F));
+    if binary {
+        "application/octet-stream"
+    } else if std::str::from_utf8(head).is_ok() {
+        "text/plain; charset=utf-8"
+    } else {
+        "application/octet-stream"
+    }
+}
+
+/// `LoadArchive`: a gzipped tar held in memory.
+pub fn load_archive(data: &[u8], warn: Warn) -> Result<Chart, LoadError> {
+    load_files(load_archive_files(data)?, warn)
+}
+
+/// `LoadArchiveFiles`: unpack, dropping the top directory of each entry.
+pub fn load_archive_files(data: &[u8]) -> Result<Vec<BufferedFile>, LoadError> {
+    if !data.starts_with(&[0x1F, 0x8B]) {
+        return Err(invalid("gzip: invalid header"));
+    }
+    let gz = flate2::read::GzDecoder::new(data);
+    let mut ar = tar::Archive::new(gz);
+    let mut files = Vec::new();
+    let mut remaining = MAX_DECOMPRESSED_CHART_SIZE;
+    let entries = ar.entries().map_err(|e| invalid(e.to_string()))?;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| invalid(e.to_string()))?;
+        let et = entry.header().entry_type();
+        if et.is_dir() || et.is_pax_global_extensions() || et.is_pax_local_extensions() {
+            continue;
+        }
+        let raw_name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let delim = if raw_name.contains('\\') { '\\' } else { '/' };
+        let parts: Vec<&str> = raw_name.split(delim).collect();
+        let n = parts[1..].join("/");
+        if n.starts_with('/') {
+            return Err(invalid("chart illegally contains absolute paths"));
+        }
+        let n = go_path_clean(&n);
+        if n == "." {
+            return Err(invalid(format!(
+                "chart illegally contains content outside the base directory: {}",
+                go_quote(&raw_name)
+            )));
+        }
+        if n.starts_with("..") {
+            return Err(invalid("chart illegally references parent directory"));
+        }
+        let b = n.as_bytes();
+        if b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && b[2] == b'/' {
+            return Err(invalid("chart contains illegally named files"));
+        }
+        if parts[0] == "Chart.yaml" {
+            return Err(invalid("chart yaml not in base directory"));
+        }
+        let size = entry.header().size().unwrap_or(0);
+        if size > remaining {
+            return Err(invalid(format!(
+                "decompressed chart is larger than the maximum file size {MAX_DECOMPRESSED_CHART_SIZE}"
+            )));
+        }
+        if size > MAX_DECOMPRESSED_FILE_SIZE {
+            return Err(invalid(format!(
+                "decompressed chart file {} is larger than the maximum file size {MAX_DECOMPRESSED_FILE_SIZE}",
+                go_quote(&raw_name)
+            )));
+        }
+        let mut buf = Vec::new();
+        (&mut entry)
+            .take(remaining)
+            .read_to_end(&mut buf)
+            .map_err(|e| invalid(e.to_string()))?;
+        remaining -= buf.len() as u64;
+        if (buf.len() as u64) < size || remaining == 0 {
+            return Err(invalid(format!(
+                "decompressed chart is larger than the maximum file size {MAX_DECOMPRESSED_CHART_SIZE}"
+            )));
+        }
+        if buf.starts_with(&[0xEF, 0xBB, 0xBF]) {
+            buf.drain(..3);
+        }
+        files.push(BufferedFile { name: n, data: buf });
+    }
+    if files.is_empty() {
+        return Err(invalid("no files in chart archive"));
+    }
+    Ok(files)
+}
+
+/// Go's `path.Clean`.
+fn go_path_clean(p: &str) -> String {
+    if p.is_empty() {
+        return ".".into();
+    }
+    let rooted = p.starts_with('/');
+    let mut out: Vec<&str> = Vec::new();
+    for seg in p.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                if out.last().is_some_and(|l| *l != "..") {
+                    out.pop();
+                } else if !rooted {
+                    out.push("..");
+                }
+            }
+            s => out.push(s),
+        }
+    }
+    let body = out.join("/");
+    match (rooted, body.is_empty()) {
+        (true, _) => format!("/{body}"),
+        (false, true) => ".".into(),
+        (false, false) => body,
+    }
+}
+
+fn file(name: &str, data: Vec<u8>) -> File {
+    File {
+        name: name.to_string(),
+        data: Arc::from(data),
+    }
+}
+
+/// `chart.hasManifestExtension`: what `Chart.CRDs()` keeps from `crds/`.
+fn has_manifest_extension(name: &str) -> bool {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    let ext = match base.rfind('.') {
+        Some(i) => &base[i..],
+        None => "",
+    };
+    [".yaml", ".yml", ".json"]
+        .iter()
+        .any(|e| ext.eq_ignore_ascii_case(e))
+}
+
+/// Go's `filepath.Ext`.
+fn go_ext(name: &str) -> &str {
+    let base_start = name.rfind('/').map(|i| i + 1).unwrap_or(0);
+    match name[base_start..].rfind('.') {
+        Some(i) => &name[base_start + i..],
+        None => "",
+    }
+}
+
+fn load_yaml_doc(data: &[u8], what: &str, typed: bool) -> Result<Yaml, LoadError> {
+    let text = String::from_utf8_lossy(data);
+    let doc = if typed {
+        parse_yaml_typed(&text)
+    } else {
+        parse_yaml(&text)
+    };
+    doc.map_err(|e| invalid(format!("cannot load {what}: {e}")))
+}
+
+/// `LoadFiles`: sort files into the chart, validate its metadata, then load
+/// the subcharts found under `charts/`.
+pub fn load_files(files: Vec<BufferedFile>, warn: Warn) -> Result<Chart, LoadError> {
+    let mut c = Chart::default();
+    let mut have_metadata = false;
+    let mut nulls = metadata::NullEntries::default();
+    // Subchart name → its files, in first-seen order (Go iterates a map
+    // here; the order of dependencies is re-established by the dependency
+    // processing and template sorting, so any stable order will do).
+    let mut subcharts: Vec<(String, Vec<BufferedFile>)> = Vec::new();
+
+    for f in &files {
+        if f.name == "Chart.yaml" {
+            have_metadata = true;
+            let doc = load_yaml_doc(&f.data, "Chart.yaml", true)?;
+            metadata::decode_metadata(&doc, &mut c.metadata).map_err(|e| {
+                invalid(format!(
+                    "cannot load Chart.yaml: error unmarshaling JSON: while decoding JSON: {e}"
+                ))
+            })?;
+            let n = metadata::null_entries(&doc);
+            nulls.maintainers |= n.maintainers;
+            nulls.dependencies |= n.dependencies;
+            if c.metadata.api_version.is_empty() {
+                c.metadata.api_version = "v1".into();
+            }
+        }
+    }
+    for f in files {
+        let name = f.name.as_str();
+        match name {
+            "Chart.yaml" => continue,
+            "Chart.lock" | "requirements.lock" => {
+                let what = name.to_string();
+                let doc = load_yaml_doc(&f.data, &what, false)?;
+                if !matches!(doc, Yaml::Map(_) | Yaml::Null) {
+                    return Err(invalid(format!(
+                        "cannot load {what}: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type chart.Lock",
+                        kind_name(&doc)
+                    )));
+                }
+                if name == "requirements.lock" {
+                    // Helm creates (empty) metadata here when Chart.yaml is
+                    // absent, so validation reports the missing apiVersion.
+                    have_metadata = true;
+                    if c.metadata.api_version != "v1" {
+                        warn(
+                            "load.go:138: Warning: Dependency locking is handled in Chart.lock since apiVersion \"v2\". We recommend migrating to Chart.lock.",
+                        );
+                    }
+                    if c.metadata.api_version == "v1" {
+                        c.files.push(file(name, f.data));
+                    }
+                }
+            }
+            "values.yaml" => {
+                let doc = load_yaml_doc(&f.data, "values.yaml", false)?;
+                c.values = match doc {
+                    Yaml::Map(m) => m,
+                    Yaml::Null => Mapping::new(),
+                    other => {
+                        return Err(invalid(format!(
+                            "cannot load values.yaml: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+                            kind_name(&other)
+                        )));
+                    }
+                };
+            }
+            "values.schema.json" => c.schema = Some(Arc::from(f.data)),
+            "requirements.yaml" => {
+                have_metadata = true;
+                if c.metadata.api_version != "v1" {
+                    warn(
+                        "load.go:120: Warning: Dependencies are handled in Chart.yaml since apiVersion \"v2\". We recommend migrating dependencies to Chart.yaml.",
+                    );
+                }
+                let doc = load_yaml_doc(&f.data, "requirements.yaml", true)?;
+                metadata::decode_metadata(&doc, &mut c.metadata).map_err(|e| {
+                    invalid(format!(
+                        "cannot load requirements.yaml: error unmarshaling JSON: while decoding JSON: {e}"
+                    ))
+                })?;
+                let n = metadata::null_entries(&doc);
+                nulls.maintainers |= n.maintainers;
+                nulls.dependencies |= n.dependencies;
+                if c.metadata.api_version == "v1" {
+                    c.files.push(file(name, f.data));
+                }
+            }
+            _ if name.starts_with("templates/") => c.templates.push(file(name, f.data)),
+            _ if name.starts_with("charts/") => {
+                if go_ext(name) == ".prov" {
+                    c.files.push(file(name, f.data));
+                    continue;
+                }
+                let fname = &name["charts/".len()..];
+                let cname = fname.split('/').next().unwrap_or(fname).to_string();
+                let bf = BufferedFile {
+                    name: fname.to_string(),
+                    data: f.data,
+                };
+                match subcharts.iter_mut().find(|(n, _)| *n == cname) {
+                    Some((_, v)) => v.push(bf),
+                    None => subcharts.push((cname, vec![bf])),
+                }
+            }
+            _ => {
+                if name.starts_with("crds/") && has_manifest_extension(name) {
+                    c.crds.push(File {
+                        name: name.to_string(),
+                        data: Arc::from(f.data.clone()),
+                    });
+                }
+                c.files.push(file(name, f.data));
+            }
+        }
+    }
+
+    if !have_metadata {
+        return Err(invalid("Chart.yaml file is missing"));
+    }
+    metadata::validate(&mut c.metadata, nulls).map_err(|e| invalid(format!("validation: {e}")))?;
+
+    for (n, files) in subcharts {
+        if n.starts_with('_') || n.starts_with('.') {
+            continue;
+        }
+        let sc = if go_ext(&n) == ".tgz" {
+            let first = &files[0];
+            if first.name != n {
+                return Err(invalid(format!(
+                    "error unpacking subchart tar in {}: expected {n}, got {}",
+                    c.metadata.name, first.name
+                )));
+            }
+            load_archive(&first.data, warn)
+        } else {
+            let mut buff = Vec::with_capacity(files.len());
+            for mut f in files {
+                let Some((_, rest)) = f.name.split_once('/') else {
+                    continue;
+                };
+                f.name = rest.to_string();
+                buff.push(f);
+            }
+            load_files(buff, warn)
+        };
+        match sc {
+            Ok(sc) => c.dependencies.push(sc),
+            Err(e) => {
+                return Err(invalid(format!(
+                    "error unpacking subchart {n} in {}: {e}",
+                    c.metadata.name
+                )));
+            }
+        }
+    }
+    Ok(c)
+}
+
+fn kind_name(v: &Yaml) -> &'static str {
+    match v {
+        Yaml::Null => "null",
+        Yaml::Bool(_) => "bool",
+        Yaml::Int(_) | Yaml::Float(_) => "number",
+        Yaml::Str(_) => "string",
+        Yaml::Seq(_) => "array",
+        Yaml::Map(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) {
+        let p = dir.join(name);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(p, text).unwrap();
+    }
+
+    #[test]
+    fn missing_path() {
+        let e = load(Path::new("./nonexist")).unwrap_err();
+        assert_eq!(e.to_string(), "path \"./nonexist\" not found");
+    }
+
+    #[test]
+    fn loads_directory_with_helmignore_and_subcharts() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        write(d, "Chart.yaml", "name: top\nversion: 1.0\n");
+        write(d, ".helmignore", "*.bak\nsecret/\n");
+        write(d, "values.yaml", "a: 1\nb: yes\n");
+        write(d, "templates/a.yaml", "x");
+        write(d, "templates/.hidden", "x");
+        write(d, "templates/old.bak", "x");
+        write(d, "secret/x.txt", "x");
+        write(d, "files/a.txt", "x");
+        write(d, "crds/c.yaml", "x");
+        write(d, "crds/README.md", "x");
+        write(
+            d,
+            "charts/sub/Chart.yaml",
+            "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+        );
+        write(d, "charts/sub/templates/.hidden", "x");
+        let c = load(d).unwrap();
+        assert_eq!(c.metadata.version, "1");
+        assert_eq!(c.metadata.api_version, "v1");
+        assert_eq!(c.full_path, "top");
+        let names = |fs: &[File]| fs.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&c.templates), vec!["templates/a.yaml"]);
+        assert_eq!(
+            names(&c.files),
+            vec![
+                ".helmignore",
+                "crds/README.md",
+                "crds/c.yaml",
+                "files/a.txt"
+            ]
+        );
+        assert_eq!(names(&c.crds), vec!["crds/c.yaml"]);
+        assert_eq!(c.values.get("b"), Some(&Yaml::Bool(true)));
+        assert_eq!(c.dependencies.len(), 1);
+        let sub = &c.dependencies[0];
+        assert_eq!(sub.full_path, "top/charts/sub");
+        // The default rule is anchored at the top chart: a subchart's
+        // templates/.hidden is kept, as Helm does.
+        assert_eq!(names(&sub.templates), vec!["templates/.hidden"]);
+    }
+
+    /// `.Files` as helm v3.17.3 lists them for the same tree; with a `!`
+    /// rule every other path is ignored (Helm's inverted negation), so
+    /// Chart.yaml itself goes missing.
+    #[test]
+    fn helmignore_like_helm() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        write(d, "Chart.yaml", "apiVersion: v2\nname: c\nversion: 1.0.0\n");
+        write(
+            d,
+            "charts/s/Chart.yaml",
+            "apiVersion: v2\nname: s\nversion: 1.0.0\n",
+        );
+        write(
+            d,
+            ".helmignore",
+            "*.bak\n/top.txt\nfiles/d/\n*.tmp\n# c\nx/\n",
+        );
+        write(d, "charts/s/.helmignore", "*\n");
+        for f in [
+            "top.txt",
+            "a.bak",
+            "files/top.txt",
+            "files/d/in.txt",
+            "files/ok.txt",
+            "keep.tmp",
+            "other.tmp",
+            "templates/.h",
+            "templates/sub/.h",
+            "templates/a.yaml",
+            "charts/s/x/y",
+            "charts/s/a.bak",
+            "charts/s/f.txt",
+        ] {
+            write(d, f, "");
+        }
+        let c = load(d).unwrap();
+        let names = |fs: &[File]| fs.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            names(&c.files),
+            vec![".helmignore", "files/ok.txt", "files/top.txt"]
+        );
+        assert_eq!(
+            names(&c.templates),
+            vec!["templates/a.yaml", "templates/sub/.h"]
+        );
+        assert_eq!(
+            names(&c.dependencies[0].files),
+            vec![".helmignore", "f.txt"]
+        );
+        write(d, ".helmignore", "*.bak\n!keep.tmp\n");
+        assert_eq!(
+            load(d).unwrap_err().to_string(),
+            "Chart.yaml file is missing"
+        );
+    }
+
+    #[test]
+    fn chart_yaml_errors() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        write(d, "Chart.yaml", "version: 1.0.0\n");
+        assert_eq!(
+            load(d).unwrap_err().to_string(),
+            "validation: chart.metadata.name is required"
+        );
+        write(d, "Chart.yaml", "name: c1\nversion: [1]\n");
+        assert_eq!(
+            load(d).unwrap_err().to_string(),
+            "cannot load Chart.yaml: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go struct field Metadata.version of type string"
+        );
+        write(d, "Chart.yaml", "name: c1\nversion: 1\n");
+        write(d, "values.yaml", "- a\n");
+        assert_eq!(
+            load(d).unwrap_err().to_string(),
+            "cannot load values.yaml: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go value of type map[string]interface {}"
+        );
+        std::fs::remove_file(d.join("values.yaml")).unwrap();
+        std::fs::remove_file(d.join("Chart.yaml")).unwrap();
+        write(d, "templates/a.yaml", "x");
+        assert_eq!(
+            load(d).unwrap_err().to_string(),
+            "Chart.yaml file is missing"
+        );
+    }
+
+    /// helm v3.17.3: a v2 chart with requirements.yaml warns (and does not
+    /// expose the file); without Chart.yaml the metadata exists but has no
+    /// apiVersion.
+    #[test]
+    fn requirements_yaml() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        write(d, "Chart.yaml", "apiVersion: v2\nname: c\nversion: 1.0.0\n");
+        write(d, "requirements.yaml", "dependencies: []\n");
+        let mut warnings = Vec::new();
+        let c = load_with_warnings(d, &mut |w: &str| warnings.push(w.to_string())).unwrap();
+        assert!(c.files.is_empty());
+        assert_eq!(
+            warnings,
+            vec![
+                "load.go:120: Warning: Dependencies are handled in Chart.yaml since apiVersion \"v2\". We recommend migrating dependencies to Chart.yaml."
+            ]
+        );
+        std::fs::remove_file(d.join("Chart.yaml")).unwrap();
+        let e = load_with_warnings(d, &mut |_: &str| {}).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "validation: chart.metadata.apiVersion is required"
+        );
+        write(
+            d,
+            "Chart.yaml",
+            "name: c\nversion: 1.0.0\ndependencies:\n- name: a\n",
+        );
+        write(
+            d,
+            "requirements.yaml",
+            "dependencies:\n- name: b\n  version: 1.0.0\n",
+        );
+        let c = load_with_warnings(d, &mut |_: &str| {}).unwrap();
+        assert_eq!(c.metadata.dependencies[0].name, "b");
+        assert_eq!(c.files[0].name, "requirements.yaml");
+    }
+
+    #[test]
+    fn archive_errors_and_roundtrip() {
+        let t = tempfile::tempdir().unwrap();
+        let empty = t.path().join("empty.tgz");
+        std::fs::write(&empty, [0u8; 0]).unwrap();
+        assert_eq!(
+            load(&empty).unwrap_err().to_string(),
+            format!(
+                "file '{}' does not appear to be a gzipped archive; got 'application/octet-stream'",
+                empty.display()
+            )
+        );
+        let y = t.path().join("Chart.yaml");
+        std::fs::write(&y, "name: x\n").unwrap();
+        assert_eq!(
+            load(&y).unwrap_err().to_string(),
+            format!(
+                "file '{}' seems to be a YAML file, but expected a gzipped archive",
+                y.display()
+            )
+        );
+        // Build a chart archive with a nested archive subchart.
+        let sub = tgz(&[
+            (
+                "sub/Chart.yaml",
+                "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+            ),
+            ("sub/values.yaml", "x: 1\n"),
+        ]);
+        let top = tgz_bytes(&[
+            (
+                "top/Chart.yaml",
+                b"apiVersion: v2\nname: top\nversion: 0.1.0\n".to_vec(),
+            ),
+            ("top/charts/sub-0.1.0.tgz", sub),
+        ]);
+        let p = t.path().join("top-0.1.0.tgz");
+        std::fs::write(&p, top).unwrap();
+        let c = load(&p).unwrap();
+        assert_eq!(c.dependencies[0].name(), "sub");
+        assert_eq!(c.dependencies[0].full_path, "top/charts/sub");
+    }
+
+    fn tgz(entries: &[(&str, &str)]) -> Vec<u8> {
+        tgz_bytes(
+            &entries
+                .iter()
+                .map(|(n, d)| (*n, d.as_bytes().to_vec()))
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    fn tgz_bytes(entries: &[(&str, Vec<u8>)]) -> Vec<u8> {
+        let enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        let mut b = tar::Builder::new(enc);
+        for (name, data) in entries {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(data.len() as u64);
+            h.set_mode(0o644);
+            h.set_cksum();
+            b.append_data(&mut h, name, data.as_slice()).unwrap();
+        }
+        b.into_inner().unwrap().finish().unwrap()
+    }
+
+    /// Every corpus chart loads.
+    #[test]
+    fn corpus_charts_load() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/charts");
+        let Ok(rd) = std::fs::read_dir(&root) else {
+            return;
+        };
+        for e in rd {
+            let p = e.unwrap().path();
+            if let Err(err) = load(&p) {
+                panic!("{}: {err}", p.display());
+            }
+        }
+    }
+}

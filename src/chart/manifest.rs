@@ -1,0 +1,640 @@
+//! From rendered template files to what `helm template` prints: Helm v3.17's
+//! `releaseutil.SplitManifests`, `SortManifests` (hooks, `InstallOrder`),
+//! the `# Source:` printing of `action.renderResources` and the
+//! `--show-only` filter of `helm template`.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::yaml::{Mapping, Yaml};
+
+/// Helm's `releaseutil.InstallOrder`; kinds not listed sort last,
+/// alphabetically among themselves.
+pub const INSTALL_ORDER: &[&str] = &[
+    "PriorityClass",
+    "Namespace",
+    "NetworkPolicy",
+    "ResourceQuota",
+    "LimitRange",
+    "PodSecurityPolicy",
+    "PodDisruptionBudget",
+    "ServiceAccount",
+    "Secret",
+    "SecretList",
+    "ConfigMap",
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleList",
+    "ClusterRoleBinding",
+    "ClusterRoleBindingList",
+    "Role",
+    "RoleList",
+    "RoleBinding",
+    "RoleBindingList",
+    "Service",
+    "DaemonSet",
+    "Pod",
+    "ReplicationController",
+    "ReplicaSet",
+    "Deployment",
+    "HorizontalPodAutoscaler",
+    "StatefulSet",
+    "Job",
+    "CronJob",
+    "IngressClass",
+    "Ingress",
+    "APIService",
+];
+
+/// The annotation that makes a document a hook.
+pub const HOOK_ANNOTATION: &str = "helm.sh/hook";
+
+/// Helm's hook events (`release.HookEvent`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookEvent {
+    PreInstall,
+    PostInstall,
+    PreDelete,
+    PostDelete,
+    PreUpgrade,
+    PostUpgrade,
+    PreRollback,
+    PostRollback,
+    Test,
+}
+
+impl HookEvent {
+    /// The event named by one entry of the annotation (already trimmed and
+    /// lower-cased); `test-success` is Helm 2's name for `test`.
+    fn parse(s: &str) -> Option<HookEvent> {
+        Some(match s {
+            "pre-install" => HookEvent::PreInstall,
+            "post-install" => HookEvent::PostInstall,
+            "pre-delete" => HookEvent::PreDelete,
+            "post-delete" => HookEvent::PostDelete,
+            "pre-upgrade" => HookEvent::PreUpgrade,
+            "post-upgrade" => HookEvent::PostUpgrade,
+            "pre-rollback" => HookEvent::PreRollback,
+            "post-rollback" => HookEvent::PostRollback,
+            "test" | "test-success" => HookEvent::Test,
+            _ => return None,
+        })
+    }
+}
+
+/// `releaseutil.SimpleHead`: what Helm reads of each document.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SimpleHead {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: Option<HeadMetadata>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HeadMetadata {
+    pub name: String,
+    pub annotations: Option<BTreeMap<String, String>>,
+}
+
+/// A non-hook document of a rendered file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Manifest {
+    /// The template path (`mychart/templates/cm.yaml`).
+    pub name: String,
+    pub content: String,
+    pub head: SimpleHead,
+}
+
+/// A hook document.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hook {
+    pub name: String,
+    pub kind: String,
+    pub path: String,
+    pub manifest: String,
+    pub events: Vec<HookEvent>,
+}
+
+impl Hook {
+    pub fn is_test(&self) -> bool {
+        self.events.contains(&HookEvent::Test)
+    }
+}
+
+/// A document whose head Helm cannot decode; Display is Helm's text.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("YAML parse error on {path}: {message}")]
+pub struct ManifestError {
+    pub path: String,
+    pub message: String,
+}
+
+/// Documents sorted as Helm installs them, plus what Helm logs on the way.
+#[derive(Debug, Default)]
+pub struct Sorted {
+    pub hooks: Vec<Hook>,
+    pub manifests: Vec<Manifest>,
+    /// Log lines (Helm prints them to stderr): skipped unknown hooks.
+    pub warnings: Vec<String>,
+}
+
+static SEP: LazyLock<Regex> = LazyLock::new(|| {
+    // Go RE2's `\s` is ASCII whitespace; Rust's is Unicode, hence `(?-u:\s)`.
+    Regex::new(r"(?:^|(?-u:\s)*\n)---(?-u:\s)*").unwrap_or_else(|_| unreachable!("constant regex"))
+});
+
+/// `releaseutil.SplitManifests`: split a file on `---` lines into trimmed
+/// documents, in order, dropping empty pieces.
+pub fn split_manifests(big_file: &str) -> Vec<String> {
+    SEP.split(go_trim_space(big_file))
+        .filter(|d| !d.is_empty())
+        .map(|d| go_trim_space(d).to_string())
+        .collect()
+}
+
+/// Go's `strings.TrimSpace` (Unicode White_Space, as Rust's `trim`).
+fn go_trim_space(s: &str) -> &str {
+    s.trim()
+}
+
+/// `releaseutil.SortManifests` with `InstallOrder`: files in path order,
+/// partials and blank files skipped, documents classified into hooks and
+/// manifests, each list stably sorted by kind.
+pub fn sort_manifests(files: &BTreeMap<String, String>) -> Result<Sorted, ManifestError> {
+    let mut out = Sorted::default();
+    for (path, content) in files {
+        if base_name(path).starts_with('_') || go_trim_space(content).is_empty() {
+            continue;
+        }
+        for doc in split_manifests(content) {
+            let head = parse_head(&doc).map_err(|message| ManifestError {
+                path: path.clone(),
+                message,
+            })?;
+            let hook_types = head
+                .metadata
+                .as_ref()
+                .and_then(|m| m.annotations.as_ref())
+                .filter(|a| !a.is_empty())
+                .and_then(|a| a.get(HOOK_ANNOTATION).cloned());
+            let Some(hook_types) = hook_types else {
+                out.manifests.push(Manifest {
+                    name: path.clone(),
+                    content: doc,
+                    head,
+                });
+                continue;
+            };
+            let events: Option<Vec<HookEvent>> = hook_types
+                .split(',')
+                .map(|t| HookEvent::parse(&go_trim_space(t).to_lowercase()))
+                .collect();
+            let Some(events) = events else {
+                out.warnings.push(format!(
+                    "info: skipping unknown hook: {}",
+                    go_quote(&hook_types)
+                ));
+                continue;
+            };
+            out.hooks.push(Hook {
+                name: head
+                    .metadata
+                    .as_ref()
+                    .map(|m| m.name.clone())
+                    .unwrap_or_default(),
+                kind: head.kind.clone(),
+                path: path.clone(),
+                manifest: doc,
+                events,
+            });
+        }
+    }
+    out.manifests
+        .sort_by(|a, b| kind_cmp(&a.head.kind, &b.head.kind));
+    out.hooks.sort_by(|a, b| kind_cmp(&a.kind, &b.kind));
+    Ok(out)
+}
+
+/// Helm's `lessByKind` as an ordering (stable sort keeps equal kinds in
+/// input order).
+fn kind_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    let pos = |k: &str| INSTALL_ORDER.iter().position(|x| *x == k);
+    match (pos(a), pos(b)) {
+        (Some(x), Some(y)) => x.cmp(&y),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => a.cmp(b),
+    }
+}
+
+fn base_name(p: &str) -> &str {
+    p.rsplit('/').next().unwrap_or(p)
+}
+
+/// Go's `%q` for the plain strings annotations hold.
+fn go_quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
+}
+
+/// Decode a document into `SimpleHead` as sigs.k8s.io/yaml.Unmarshal does:
+/// YAML → JSON (scalars become strings where the target is a string), then
+/// encoding/json with case-insensitive field names. Errors carry Helm's text.
+pub fn parse_head(doc: &str) -> Result<SimpleHead, String> {
+    let y = crate::yaml::from_yaml(doc).map_err(|e| e.to_string())?;
+    let json_err = |what: &str, target: &str| {
+        format!(
+            "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {what} into Go {target}"
+        )
+    };
+    let mut head = SimpleHead::default();
+    let top = match &y {
+        Yaml::Null => return Ok(head),
+        Yaml::Map(m) => m,
+        other => {
+            return Err(json_err(
+                json_kind(other),
+                "value of type releaseutil.SimpleHead",
+            ));
+        }
+    };
+    let mut first_err: Option<String> = None;
+    let mut note = |e: String| {
+        first_err.get_or_insert(e);
+    };
+    for (key, value) in top {
+        match field(key, &["apiVersion", "kind", "metadata"]) {
+            Some("apiVersion") => match string_field(value) {
+                Ok(Some(s)) => head.api_version = s,
+                Ok(None) => {}
+                Err(k) => note(json_err(
+                    k,
+                    "struct field SimpleHead.apiVersion of type string",
+                )),
+            },
+            Some("kind") => match string_field(value) {
+                Ok(Some(s)) => head.kind = s,
+                Ok(None) => {}
+                Err(k) => note(json_err(k, "struct field SimpleHead.kind of type string")),
+            },
+            Some(_) => match value {
+                Yaml::Null => head.metadata = None,
+                Yaml::Map(m) => {
+                    let meta = head.metadata.get_or_insert_with(HeadMetadata::default);
+                    decode_metadata(m, meta, &mut note, &json_err);
+                }
+                other => note(json_err(
+                    json_kind(other),
+                    "struct field SimpleHead.metadata of type struct { Name string \"json:\\\"name\\\"\"; \
+                     Annotations map[string]string \"json:\\\"annotations\\\"\" }",
+                )),
+            },
+            None => {}
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(head),
+    }
+}
+
+fn decode_metadata(
+    m: &Mapping,
+    meta: &mut HeadMetadata,
+    note: &mut dyn FnMut(String),
+    json_err: &dyn Fn(&str, &str) -> String,
+) {
+    for (key, value) in m {
+        match field(key, &["name", "annotations"]) {
+            Some("name") => match string_field(value) {
+                Ok(Some(s)) => meta.name = s,
+                Ok(None) => {}
+                Err(k) => note(json_err(k, "struct field .metadata.name of type string")),
+            },
+            Some(_) => match value {
+                Yaml::Null => meta.annotations = None,
+                Yaml::Map(a) => {
+                    let ann = meta.annotations.get_or_insert_with(BTreeMap::new);
+                    for (k, v) in a {
+                        match string_field(v) {
+                            Ok(Some(s)) => {
+                                ann.insert(k.clone(), s);
+                            }
+                            // JSON null into a map element stores the zero value.
+                            Ok(None) => {
+                                ann.insert(k.clone(), String::new());
+                            }
+                            Err(kind) => note(json_err(
+                                kind,
+                                "struct field .metadata.annotations of type string",
+                            )),
+                        }
+                    }
+                }
+                other => note(json_err(
+                    json_kind(other),
+                    "struct field .metadata.annotations of type map[string]string",
+                )),
+            },
+            None => {}
+        }
+    }
+}
+
+/// encoding/json's field matching: exact name, else ASCII case-insensitive.
+fn field<'a>(key: &str, names: &[&'a str]) -> Option<&'a str> {
+    names
+        .iter()
+        .find(|n| **n == key)
+        .or_else(|| names.iter().find(|n| n.eq_ignore_ascii_case(key)))
+        .copied()
+}
+
+/// A scalar into a Go string field: sigs.k8s.io/yaml turns YAML numbers and
+/// bools into strings when the target is a string; null leaves it unset.
+fn string_field(v: &Yaml) -> Result<Option<String>, &'static str> {
+    match v {
+        Yaml::Null => Ok(None),
+        Yaml::Str(s) => Ok(Some(s.clone())),
+        Yaml::Bool(b) => Ok(Some(b.to_string())),
+        Yaml::Int(i) => Ok(Some(i.to_string())),
+        Yaml::Float(f) => {
+            let mut s = String::new();
+            crate::engine::gofmt::format_float(*f, 'g', -1, &mut s);
+            Ok(Some(s))
+        }
+        other => Err(json_kind(other)),
+    }
+}
+
+/// encoding/json's name for the JSON type of a value in its errors.
+fn json_kind(v: &Yaml) -> &'static str {
+    match v {
+        Yaml::Null => "null",
+        Yaml::Bool(_) => "bool",
+        Yaml::Int(_) | Yaml::Float(_) => "number",
+        Yaml::Str(_) => "string",
+        Yaml::Seq(_) => "array",
+        Yaml::Map(_) => "object",
+    }
+}
+
+/// One `---\n# Source: path\ncontent\n` block, as Helm prints every
+/// document.
+pub fn source_block(path: &str, content: &str) -> String {
+    format!("---\n# Source: {path}\n{content}\n")
+}
+
+/// Go's `path/filepath.Match` (Unix): `*` and `?` stop at `/`, `[…]` with
+/// `^`/`!` negation and ranges, `\` escapes. A malformed pattern matches
+/// nothing (Helm ignores the error).
+pub fn filepath_match(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    fp_match(&p, &n).unwrap_or(false)
+}
+
+fn fp_match(p: &[char], n: &[char]) -> Option<bool> {
+    let Some((&c, rest)) = p.split_first() else {
+        return Some(n.is_empty());
+    };
+    match c {
+        '*' => {
+            let mut i = 0;
+            loop {
+                if fp_match(rest, &n[i..])? {
+                    return Some(true);
+                }
+                if i == n.len() || n[i] == '/' {
+                    // Go still validates the rest of the pattern.
+                    return Some(false);
+                }
+                i += 1;
+            }
+        }
+        '?' => Some(n.first().is_some_and(|c| *c != '/') && fp_match(rest, &n[1..])?),
+        '[' => {
+            let mut i = 0;
+            let negated = matches!(rest.first(), Some('^') | Some('!'));
+            if negated {
+                i += 1;
+            }
+            let mut matched = false;
+            let mut first = true;
+            loop {
+                let ch = *rest.get(i)?;
+                if ch == ']' && !first {
+                    i += 1;
+                    break;
+                }
+                first = false;
+                let lo = if ch == '\\' {
+                    i += 1;
+                    *rest.get(i)?
+                } else {
+                    ch
+                };
+                i += 1;
+                let hi = if rest.get(i) == Some(&'-') && rest.get(i + 1).is_some_and(|c| *c != ']')
+                {
+                    let h = if rest[i + 1] == '\\' {
+                        *rest.get(i + 2)?
+                    } else {
+                        rest[i + 1]
+                    };
+                    i += if rest[i + 1] == '\\' { 3 } else { 2 };
+                    h
+                } else {
+                    lo
+                };
+                if let Some(c) = n.first()
+                    && lo <= *c
+                    && *c <= hi
+                {
+                    matched = true;
+                }
+            }
+            let Some(c) = n.first() else {
+                return Some(false);
+            };
+            Some(*c != '/' && matched != negated && fp_match(&rest[i..], &n[1..])?)
+        }
+        '\\' => {
+            let (&lit, rest) = rest.split_first()?;
+            Some(n.first() == Some(&lit) && fp_match(rest, &n[1..])?)
+        }
+        _ => Some(n.first() == Some(&c) && fp_match(rest, &n[1..])?),
+    }
+}
+
+static SOURCE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new("# Source: [^/]+/(.+)").unwrap_or_else(|_| unreachable!("constant regex"))
+});
+
+/// `helm template --show-only`: the documents of the full output whose
+/// `# Source:` path (without the top chart's name) matches one of the
+/// patterns, pattern by pattern; an unmatched pattern is an error.
+pub fn show_only(full_output: &str, patterns: &[String]) -> Result<String, String> {
+    let docs = split_manifests(full_output);
+    let mut out = String::new();
+    for f in patterns {
+        let mut missing = true;
+        for doc in &docs {
+            let Some(caps) = SOURCE_RE.captures(doc) else {
+                continue;
+            };
+            let path = caps.get(1).map(|m| m.as_str()).unwrap_or_default();
+            if !filepath_match(f, path) {
+                continue;
+            }
+            out.push_str("---\n");
+            out.push_str(doc);
+            out.push('\n');
+            missing = false;
+        }
+        if missing {
+            return Err(format!("could not find template {f} in chart"));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CM: &str = "\n---\n# only a comment\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: s\n---\n\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n---\napiVersion: v1\nkind: Foo\nmetadata:\n  name: f\n---\napiVersion: v1\nkind: Bar\nmetadata:\n  name: b\n";
+
+    const HOOKS: &str = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j1\n  annotations:\n    \"helm.sh/hook\": post-install,pre-upgrade\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: t1\n  annotations:\n    \"helm.sh/hook\": test\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: u1\n  annotations:\n    \"helm.sh/hook\": foo\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a1\n  annotations:\n    other: x\n";
+
+    #[test]
+    fn split_keeps_a_separator_swallowed_by_the_previous_one() {
+        // `---\n\n---` : the first separator eats the blank line, so the next
+        // document keeps its leading `---` (as in helm's output).
+        assert_eq!(
+            split_manifests(CM),
+            vec![
+                "# only a comment",
+                "apiVersion: v1\nkind: Service\nmetadata:\n  name: s",
+                "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c",
+                "apiVersion: v1\nkind: Foo\nmetadata:\n  name: f",
+                "apiVersion: v1\nkind: Bar\nmetadata:\n  name: b",
+            ]
+        );
+        assert_eq!(split_manifests("a: 1\n---x: 2"), vec!["a: 1", "x: 2"]);
+        assert!(split_manifests("  \n---\n").is_empty());
+    }
+
+    #[test]
+    fn sorts_by_install_order_with_unknown_kinds_last_and_classifies_hooks() {
+        let mut files = BTreeMap::new();
+        files.insert("m/templates/cm.yaml".to_string(), CM.to_string());
+        files.insert("m/templates/hooks.yaml".to_string(), HOOKS.to_string());
+        files.insert("m/templates/_h.tpl".to_string(), "kind: Secret".to_string());
+        files.insert("m/templates/empty.yaml".to_string(), "\n  \n".to_string());
+        let sorted = sort_manifests(&files).unwrap_or_default();
+        let names: Vec<_> = sorted
+            .manifests
+            .iter()
+            .map(|m| (m.head.kind.as_str(), m.name.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                ("ConfigMap", "m/templates/cm.yaml"),
+                ("ConfigMap", "m/templates/hooks.yaml"),
+                ("Service", "m/templates/cm.yaml"),
+                ("", "m/templates/cm.yaml"),
+                ("Bar", "m/templates/cm.yaml"),
+                ("Foo", "m/templates/cm.yaml"),
+            ]
+        );
+        let hooks: Vec<_> = sorted
+            .hooks
+            .iter()
+            .map(|h| (h.name.as_str(), h.is_test()))
+            .collect();
+        assert_eq!(hooks, vec![("t1", true), ("j1", false)]);
+        assert_eq!(
+            sorted.warnings,
+            vec!["info: skipping unknown hook: \"foo\"".to_string()]
+        );
+    }
+
+    #[test]
+    fn head_decoding_matches_helm() {
+        // Texts from helm v3.17.3 (`YAML parse error on …: <this>`).
+        assert_eq!(
+            parse_head("just a string"),
+            Err("error unmarshaling JSON: while decoding JSON: json: cannot unmarshal string into Go value of type releaseutil.SimpleHead".into())
+        );
+        assert_eq!(
+            parse_head("metadata: 3"),
+            Err("error unmarshaling JSON: while decoding JSON: json: cannot unmarshal number into Go struct field SimpleHead.metadata of type struct { Name string \"json:\\\"name\\\"\"; Annotations map[string]string \"json:\\\"annotations\\\"\" }".into())
+        );
+        assert_eq!(
+            parse_head("kind: Pod\nmetadata:\n  name: [a]\n"),
+            Err("error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go struct field .metadata.name of type string".into())
+        );
+        // Field names match case-insensitively; numbers become strings.
+        let h = parse_head(
+            "Kind: Pod\nMetadata:\n  Name: x\n  ANNOTATIONS:\n    helm.sh/hook: pre-install\n    w: 5\n",
+        );
+        let h = h.unwrap_or_default();
+        assert_eq!(h.kind, "Pod");
+        let meta = h.metadata.unwrap_or_default();
+        assert_eq!(meta.name, "x");
+        assert_eq!(
+            meta.annotations
+                .unwrap_or_default()
+                .get("w")
+                .map(String::as_str),
+            Some("5")
+        );
+    }
+
+    #[test]
+    fn hook_names_are_trimmed_and_case_folded() {
+        let mut files = BTreeMap::new();
+        files.insert(
+            "h/templates/a.yaml".to_string(),
+            "kind: Pod\nmetadata:\n  annotations:\n    helm.sh/hook: \" Pre-Install , TEST-success\"\n".to_string(),
+        );
+        let sorted = sort_manifests(&files).unwrap_or_default();
+        assert_eq!(sorted.hooks.len(), 1);
+        assert_eq!(
+            sorted.hooks[0].events,
+            vec![HookEvent::PreInstall, HookEvent::Test]
+        );
+    }
+
+    #[test]
+    fn filepath_match_is_go_path_match() {
+        assert!(filepath_match("templates/*", "templates/cm.yaml"));
+        assert!(!filepath_match("templates/*", "templates/sub/cm.yaml"));
+        assert!(filepath_match("templates/[a-c]m.yaml", "templates/cm.yaml"));
+        assert!(filepath_match("templates/[^a]m.yaml", "templates/cm.yaml"));
+        assert!(!filepath_match("templates/[", "templates/["));
+        assert!(filepath_match(
+            "charts/sub/templates/s.yaml",
+            "charts/sub/templates/s.yaml"
+        ));
+    }
+
+    #[test]
+    fn show_only_selects_documents_per_pattern() {
+        let full = "---\n# Source: m/templates/a.yaml\nkind: A\n---\n# Source: m/templates/b.yaml\nkind: B\n";
+        assert_eq!(
+            show_only(full, &["templates/b.yaml".into(), "templates/*".into()]),
+            Ok("---\n# Source: m/templates/b.yaml\nkind: B\n---\n# Source: m/templates/a.yaml\nkind: A\n---\n# Source: m/templates/b.yaml\nkind: B\n".into())
+        );
+        assert_eq!(
+            show_only(full, &["templates/nope.yaml".into()]),
+            Err("could not find template templates/nope.yaml in chart".into())
+        );
+    }
+}

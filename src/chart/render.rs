@@ -1,0 +1,792 @@
+//! Helm v3.17's `engine.Render`: every template of a chart and its
+//! subcharts parsed into one namespace and executed, each chart with its own
+//! top-level data (`.Values` scoped to the subchart, `.Chart`, `.Files`,
+//! `.Release`, `.Capabilities`, `.Subcharts`, `.Template`).
+//!
+//! Reproduced from pkg/engine/engine.go: the parse and render order
+//! (`sortTemplates`: deepest path first, then reverse lexicographic, so the
+//! shallower file's `define` wins), library charts contributing only `_*`
+//! files, `_*` files not rendered, `<no value>` deleted from each output,
+//! the values map shared and mutable across files, and Helm's rewriting of
+//! parse and execution errors (`cleanupParseError`, `cleanupExecError`).
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use crate::chart::capabilities::Capabilities;
+use crate::chart::files::Files;
+use crate::chart::helmfuncs::{WARN_END, WARN_START, helm_func_map};
+use crate::chart::{Chart, Metadata};
+use crate::engine::{Entries, Env, Map, MapKind, Member, Object, Value};
+use crate::yaml::{Mapping, Yaml};
+
+/// Helm's `chartutil.ReleaseOptions` (revision is always 1 for `template`).
+#[derive(Clone, Debug)]
+pub struct ReleaseOptions {
+    pub name: String,
+    pub namespace: String,
+    pub revision: i64,
+    pub is_upgrade: bool,
+    pub is_install: bool,
+}
+
+/// A render failure; Display is exactly what Helm reports.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RenderError {
+    /// A template that does not parse (`parse error at (F:L): msg`).
+    #[error("{0}")]
+    Parse(String),
+    /// A template that fails while executing (`execution error at …` for
+    /// `fail`/`required`, otherwise Go's `template: F:L:C: executing …`).
+    #[error("{0}")]
+    Exec(String),
+}
+
+/// One file to render: its text, the top-level data of its chart, and the
+/// chart's templates directory.
+struct Renderable {
+    text: String,
+    vals: Rc<Map>,
+    base_path: String,
+}
+
+/// Render all templates of `chart` (subcharts included) over the coalesced
+/// `values`. Returns the output of every non-partial file by template path
+/// (`mychart/templates/x.yaml`), NOTES.txt included.
+pub fn render(
+    chart: &Chart,
+    values: &Mapping,
+    release: &ReleaseOptions,
+    caps: &Capabilities,
+    env: &Env,
+) -> Result<BTreeMap<String, String>, RenderError> {
+    let top_values = crate::chart::convert::values_to_value(values);
+    render_values(chart, top_values, release, caps, env)
+}
+
+/// As [`render`], with `.Values` already a template value (a
+/// `chartutil.Values` map).
+pub fn render_values(
+    chart: &Chart,
+    values: Value,
+    release: &ReleaseOptions,
+    caps: &Capabilities,
+    env: &Env,
+) -> Result<BTreeMap<String, String>, RenderError> {
+    let shared = Shared {
+        release: release_value(release),
+        capabilities: caps.to_value(),
+    };
+    let mut templates: BTreeMap<String, Renderable> = BTreeMap::new();
+    rec_all_templates(chart, None, &values, &shared, &mut templates);
+
+    let funcs = Rc::new(helm_func_map());
+    let mut set = crate::engine::Templates::new(funcs);
+    let keys = sort_templates(templates.keys());
+    for name in &keys {
+        let Some(r) = templates.get(*name) else {
+            continue;
+        };
+        set.parse(name, &r.text)
+            .map_err(|e| RenderError::Parse(cleanup_parse_error(name, &e.to_string())))?;
+    }
+
+    let mut rendered = BTreeMap::new();
+    for name in keys {
+        if base_name(name).starts_with('_') {
+            continue;
+        }
+        let Some(r) = templates.get(name) else {
+            continue;
+        };
+        // Helm sets `.Template` in the chart's shared top-level map just
+        // before executing each file.
+        let mut t = Entries::new();
+        t.insert(Rc::from("Name"), Value::str(name));
+        t.insert(Rc::from("BasePath"), Value::str(&r.base_path));
+        r.vals.insert(
+            "Template",
+            Value::Map(Rc::new(Map::new(MapKind::Values, t))),
+        );
+        let out = set
+            .execute(name, &Value::Map(r.vals.clone()), env)
+            .map_err(|e| RenderError::Exec(cleanup_exec_error(name, &e.to_string())))?;
+        rendered.insert(name.clone(), out.replace("<no value>", ""));
+    }
+    Ok(rendered)
+}
+
+struct Shared {
+    release: Value,
+    capabilities: Value,
+}
+
+fn release_value(r: &ReleaseOptions) -> Value {
+    let mut e = Entries::new();
+    e.insert(Rc::from("Name"), Value::str(&r.name));
+    e.insert(Rc::from("Namespace"), Value::str(&r.namespace));
+    e.insert(Rc::from("IsUpgrade"), Value::Bool(r.is_upgrade));
+    e.insert(Rc::from("IsInstall"), Value::Bool(r.is_install));
+    e.insert(Rc::from("Revision"), Value::Int(r.revision));
+    e.insert(Rc::from("Service"), Value::str("Helm"));
+    Value::map(e)
+}
+
+/// Helm's `recAllTpls`: build the chart's top-level data, recurse into
+/// subcharts (each gets the `Values.<name>` table of its parent), and
+/// collect the chart's templates. Returns the chart's data map, which the
+/// parent exposes as `.Subcharts.<name>`.
+fn rec_all_templates(
+    chart: &Chart,
+    parent_path: Option<&str>,
+    parent_values: &Value,
+    shared: &Shared,
+    out: &mut BTreeMap<String, Renderable>,
+) -> Rc<Map> {
+    let is_root = parent_path.is_none();
+    let values = if is_root {
+        parent_values.clone()
+    } else {
+        values_table(parent_values, chart.name())
+    };
+    let full_path = match parent_path {
+        None => chart.name().to_string(),
+        Some(p) => format!("{p}/charts/{}", chart.name()),
+    };
+
+    let subcharts = Rc::new(Map::new(MapKind::Any, Entries::new()));
+    let next = Rc::new(Map::new(MapKind::Values, Entries::new()));
+    next.insert(
+        "Chart",
+        Value::Object(Rc::new(ChartObject {
+            meta: chart.metadata.clone(),
+            is_root,
+        })),
+    );
+    next.insert("Files", Files::from_chart(chart).to_value());
+    next.insert("Release", shared.release.clone());
+    next.insert("Capabilities", shared.capabilities.clone());
+    next.insert("Values", values.clone());
+    next.insert("Subcharts", Value::Map(subcharts.clone()));
+
+    for child in &chart.dependencies {
+        let child_vals = rec_all_templates(child, Some(&full_path), &values, shared, out);
+        subcharts.insert(child.name(), Value::Map(child_vals));
+    }
+
+    let library = chart.metadata.chart_type.eq_ignore_ascii_case("library");
+    for t in &chart.templates {
+        if library && !base_name(&t.name).starts_with('_') {
+            continue;
+        }
+        out.insert(
+            path_join(&full_path, &t.name),
+            Renderable {
+                text: String::from_utf8_lossy(&t.data).into_owned(),
+                vals: next.clone(),
+                base_path: path_join(&full_path, "templates"),
+            },
+        );
+    }
+    next
+}
+
+/// `chartutil.Values.Table("Values." + name)`: the parent's table for the
+/// subchart (shared, so mutations are seen by both), or a new empty one.
+/// Like Helm, a name containing dots is a path.
+fn values_table(parent_values: &Value, name: &str) -> Value {
+    let mut cur = parent_values.clone();
+    for part in name.split('.') {
+        let next = match &cur {
+            Value::Map(m) => m.get(part),
+            _ => None,
+        };
+        match next {
+            Some(v @ Value::Map(_)) => cur = v,
+            _ => return Value::Map(Rc::new(Map::new(MapKind::Values, Entries::new()))),
+        }
+    }
+    cur
+}
+
+/// Helm's `sortTemplates`: more path segments first, then reverse
+/// lexicographic order.
+fn sort_templates<'a>(names: impl Iterator<Item = &'a String>) -> Vec<&'a String> {
+    let mut v: Vec<&String> = names.collect();
+    v.sort_by(|a, b| {
+        let (ca, cb) = (a.matches('/').count(), b.matches('/').count());
+        cb.cmp(&ca).then_with(|| b.as_bytes().cmp(a.as_bytes()))
+    });
+    v
+}
+
+fn base_name(p: &str) -> &str {
+    p.rsplit('/').next().unwrap_or(p)
+}
+
+/// Go's `path.Join` for a chart path and a clean relative file name.
+fn path_join(a: &str, b: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in a.split('/').chain(b.split('/')) {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    parts.join("/")
+}
+
+/// Helm's `cleanupParseError`: `template: F:L: a: b: msg` becomes
+/// `parse error at (F:L): msg` (location = second token, message = last).
+pub fn cleanup_parse_error(filename: &str, err: &str) -> String {
+    let tokens: Vec<&str> = err.split(": ").collect();
+    if tokens.len() == 1 {
+        return format!("parse error in ({filename}): {err}");
+    }
+    format!(
+        "parse error at ({}): {}",
+        tokens[1],
+        tokens[tokens.len() - 1]
+    )
+}
+
+/// Helm's `cleanupExecError`: a `fail`/`required` message (between Helm's
+/// markers) becomes `execution error at (F:L:C): msg`, located at the file
+/// being rendered; any other error stays Go's text.
+pub fn cleanup_exec_error(filename: &str, err: &str) -> String {
+    let tokens: Vec<&str> = err.splitn(3, ": ").collect();
+    if tokens.len() != 3 {
+        return format!("execution error in ({filename}): {err}");
+    }
+    // Go's `HELM_ERR_START((?s).*)HELM_ERR_END`: first start, last end.
+    if let Some(start) = tokens[2].find(WARN_START) {
+        let rest = &tokens[2][start + WARN_START.len()..];
+        if let Some(end) = rest.rfind(WARN_END) {
+            return format!("execution error at ({}): {}", tokens[1], &rest[..end]);
+        }
+    }
+    err.to_string()
+}
+
+/// `.Chart`: Helm's `struct { chart.Metadata; IsRoot bool }`.
+pub struct ChartObject {
+    pub meta: Metadata,
+    pub is_root: bool,
+}
+
+fn str_list(v: &[String]) -> Value {
+    crate::chart::convert::str_list(v.iter().cloned())
+}
+
+impl ChartObject {
+    fn field(&self, name: &str) -> Option<Value> {
+        let m = &self.meta;
+        Some(match name {
+            "Name" => Value::str(&m.name),
+            "Home" => Value::str(&m.home),
+            "Sources" => str_list(&m.sources),
+            "Version" => Value::str(&m.version),
+            "Description" => Value::str(&m.description),
+            "Keywords" => str_list(&m.keywords),
+            "Maintainers" => Value::list(
+                m.maintainers
+                    .iter()
+                    .map(|x| {
+                        let mut e = Entries::new();
+                        e.insert(Rc::from("Name"), Value::str(&x.name));
+                        e.insert(Rc::from("Email"), Value::str(&x.email));
+                        e.insert(Rc::from("URL"), Value::str(&x.url));
+                        Value::Object(Rc::new(StructObject {
+                            type_name: "*chart.Maintainer",
+                            fields: e,
+                        }))
+                    })
+                    .collect(),
+            ),
+            "Icon" => Value::str(&m.icon),
+            "APIVersion" => Value::str(&m.api_version),
+            "Condition" => Value::str(&m.condition),
+            "Tags" => Value::str(&m.tags),
+            "AppVersion" => Value::str(&m.app_version),
+            "Deprecated" => Value::Bool(m.deprecated),
+            "Annotations" => {
+                let e: Entries = m
+                    .annotations
+                    .iter()
+                    .map(|(k, v)| (Rc::from(k.as_str()), Value::str(v)))
+                    .collect();
+                Value::Map(Rc::new(Map::new(MapKind::Str, e)))
+            }
+            "KubeVersion" => Value::str(&m.kube_version),
+            "Dependencies" => Value::list(
+                m.dependencies
+                    .iter()
+                    .map(|d| {
+                        let mut e = Entries::new();
+                        e.insert(Rc::from("Name"), Value::str(&d.name));
+                        e.insert(Rc::from("Version"), Value::str(&d.version));
+                        e.insert(Rc::from("Repository"), Value::str(&d.repository));
+                        e.insert(Rc::from("Condition"), Value::str(&d.condition));
+                        e.insert(Rc::from("Tags"), str_list(&d.tags));
+                        e.insert(Rc::from("Enabled"), Value::Bool(d.enabled));
+                        e.insert(
+                            Rc::from("ImportValues"),
+                            Value::list(
+                                d.import_values
+                                    .iter()
+                                    .map(crate::chart::convert::yaml_to_value)
+                                    .collect(),
+                            ),
+                        );
+                        e.insert(Rc::from("Alias"), Value::str(&d.alias));
+                        Value::Object(Rc::new(StructObject {
+                            type_name: "*chart.Dependency",
+                            fields: e,
+                        }))
+                    })
+                    .collect(),
+            ),
+            "Type" => Value::str(&m.chart_type),
+            "IsRoot" => Value::Bool(self.is_root),
+            _ => return None,
+        })
+    }
+
+    /// encoding/json of the struct (its `json` tags, `omitempty` ones
+    /// dropped when empty), for `toYaml .Chart` / `toJson .Chart`.
+    pub fn to_yaml(&self) -> Yaml {
+        let m = &self.meta;
+        let mut out = Mapping::new();
+        let s = |v: &str| Yaml::Str(v.to_string());
+        let list = |v: &[String]| Yaml::Seq(v.iter().map(|x| Yaml::Str(x.clone())).collect());
+        out.insert("name".into(), s(&m.name));
+        out.insert("version".into(), s(&m.version));
+        out.insert("apiVersion".into(), s(&m.api_version));
+        out.insert("IsRoot".into(), Yaml::Bool(self.is_root));
+        let opt = [
+            ("home", &m.home),
+            ("description", &m.description),
+            ("icon", &m.icon),
+            ("condition", &m.condition),
+            ("tags", &m.tags),
+            ("appVersion", &m.app_version),
+            ("kubeVersion", &m.kube_version),
+            ("type", &m.chart_type),
+        ];
+        for (k, v) in opt {
+            if !v.is_empty() {
+                out.insert(k.into(), s(v));
+            }
+        }
+        if !m.sources.is_empty() {
+            out.insert("sources".into(), list(&m.sources));
+        }
+        if !m.keywords.is_empty() {
+            out.insert("keywords".into(), list(&m.keywords));
+        }
+        if m.deprecated {
+            out.insert("deprecated".into(), Yaml::Bool(true));
+        }
+        if !m.annotations.is_empty() {
+            out.insert(
+                "annotations".into(),
+                Yaml::Map(
+                    m.annotations
+                        .iter()
+                        .map(|(k, v)| (k.clone(), s(v)))
+                        .collect(),
+                ),
+            );
+        }
+        if !m.maintainers.is_empty() {
+            let ms = m
+                .maintainers
+                .iter()
+                .map(|x| {
+                    let mut e = Mapping::new();
+                    e.insert("name".into(), s(&x.name));
+                    if !x.email.is_empty() {
+                        e.insert("email".into(), s(&x.email));
+                    }
+                    if !x.url.is_empty() {
+                        e.insert("url".into(), s(&x.url));
+                    }
+                    Yaml::Map(e)
+                })
+                .collect();
+            out.insert("maintainers".into(), Yaml::Seq(ms));
+        }
+        Yaml::Map(out)
+    }
+}
+
+impl Object for ChartObject {
+    fn type_name(&self) -> &str {
+        "struct { chart.Metadata; IsRoot bool }"
+    }
+    fn kind_name(&self) -> &str {
+        "struct"
+    }
+    fn member(&self, name: &str) -> Option<Member> {
+        self.field(name).map(Member::Field)
+    }
+    /// Go's `%v`: `{{name home [sources] version …} true}`.
+    fn fmt_v(&self, out: &mut String) {
+        const ORDER: &[&str] = &[
+            "Name",
+            "Home",
+            "Sources",
+            "Version",
+            "Description",
+            "Keywords",
+            "Maintainers",
+            "Icon",
+            "APIVersion",
+            "Condition",
+            "Tags",
+            "AppVersion",
+            "Deprecated",
+            "Annotations",
+            "KubeVersion",
+            "Dependencies",
+            "Type",
+        ];
+        out.push_str("{{");
+        for (i, f) in ORDER.iter().enumerate() {
+            if i > 0 {
+                out.push(' ');
+            }
+            if let Some(v) = self.field(f) {
+                crate::engine::gofmt::fmt_v(&v, out);
+            }
+        }
+        out.push_str("} ");
+        out.push_str(if self.is_root { "true" } else { "false" });
+        out.push('}');
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// A Go struct pointer with plain fields (`*chart.Maintainer`,
+/// `*chart.Dependency`).
+struct StructObject {
+    type_name: &'static str,
+    fields: Entries,
+}
+
+impl Object for StructObject {
+    fn type_name(&self) -> &str {
+        self.type_name
+    }
+    fn member(&self, name: &str) -> Option<Member> {
+        self.fields.get(name).cloned().map(Member::Field)
+    }
+    fn fmt_v(&self, out: &mut String) {
+        // Go prints a pointer inside a slice as its address; `&{…}` is the
+        // closest stable rendering.
+        out.push_str("&{");
+        for (i, v) in self.fields.values().enumerate() {
+            if i > 0 {
+                out.push(' ');
+            }
+            crate::engine::gofmt::fmt_v(v, out);
+        }
+        out.push('}');
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_sort_deepest_first_then_reverse_lexicographic() {
+        let names: Vec<String> = [
+            "m/templates/_a.tpl",
+            "m/templates/_b.tpl",
+            "m/templates/t.yaml",
+            "m/templates/sub/_c.tpl",
+            "m/charts/s/templates/x.yaml",
+            "m/templates/b.yaml",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let sorted: Vec<&str> = sort_templates(names.iter())
+            .into_iter()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            sorted,
+            vec![
+                "m/charts/s/templates/x.yaml",
+                "m/templates/sub/_c.tpl",
+                "m/templates/t.yaml",
+                "m/templates/b.yaml",
+                "m/templates/_b.tpl",
+                "m/templates/_a.tpl",
+            ]
+        );
+    }
+
+    #[test]
+    fn parse_errors_are_rewritten_like_helm() {
+        assert_eq!(
+            cleanup_parse_error(
+                "m/templates/t.yaml",
+                "template: m/templates/t.yaml:3: function \"nope\" not defined"
+            ),
+            "parse error at (m/templates/t.yaml:3): function \"nope\" not defined"
+        );
+    }
+
+    #[test]
+    fn exec_errors_keep_go_text_unless_fail_or_required() {
+        let go = "template: m/templates/t.yaml:11:18: executing \"m/templates/t.yaml\" at <.Values.a.b>: nil pointer evaluating interface {}.b";
+        assert_eq!(cleanup_exec_error("m/templates/t.yaml", go), go);
+        let req = "template: m/templates/identity.yaml:19:21: executing \"m/templates/identity.yaml\" at <include \"x\" .>: error calling include: template: m/templates/_h.tpl:3:4: executing \"x\" at <required \"Please provide it\" .Values.x>: error calling required: HELM_ERR_STARTPlease provide itHELM_ERR_END";
+        assert_eq!(
+            cleanup_exec_error("m/templates/identity.yaml", req),
+            "execution error at (m/templates/identity.yaml:19:21): Please provide it"
+        );
+    }
+
+    #[test]
+    fn chart_prints_like_go_struct() {
+        let meta = Metadata {
+            name: "caps".into(),
+            version: "0.1.0".into(),
+            api_version: "v2".into(),
+            ..Default::default()
+        };
+        let c = ChartObject {
+            meta,
+            is_root: true,
+        };
+        let mut s = String::new();
+        c.fmt_v(&mut s);
+        // helm v3.17.3: `{{ .Chart }}`
+        assert_eq!(s, "{{caps  [] 0.1.0  [] []  v2    false map[]  [] } true}");
+    }
+
+    #[test]
+    fn subchart_values_alias_the_parent_table() {
+        let inner = Value::empty_map();
+        let mut e = Entries::new();
+        e.insert(Rc::from("sub"), inner.clone());
+        e.insert(Rc::from("s"), Value::str("x"));
+        let top = Value::Map(Rc::new(Map::new(MapKind::Values, e)));
+        let got = values_table(&top, "sub");
+        let (Value::Map(a), Value::Map(b)) = (&got, &inner) else {
+            panic!()
+        };
+        assert!(Rc::ptr_eq(a, b));
+        assert_eq!(values_table(&top, "s").type_name(), "chartutil.Values");
+        assert_eq!(
+            values_table(&top, "missing").type_name(),
+            "chartutil.Values"
+        );
+    }
+}
+
+#[cfg(test)]
+mod render_tests {
+    use super::*;
+    use crate::chart::File;
+    use std::sync::Arc;
+
+    fn file(name: &str, text: &str) -> File {
+        File {
+            name: name.to_string(),
+            data: Arc::from(text.as_bytes()),
+        }
+    }
+
+    fn chart(name: &str, ty: &str, templates: Vec<File>, deps: Vec<Chart>) -> Chart {
+        Chart {
+            metadata: Metadata {
+                name: name.into(),
+                version: "0.1.0".into(),
+                chart_type: ty.into(),
+                ..Default::default()
+            },
+            templates,
+            dependencies: deps,
+            ..Default::default()
+        }
+    }
+
+    fn values(src: &str) -> Mapping {
+        match crate::yaml::from_yaml(src) {
+            Ok(Yaml::Map(m)) => m,
+            _ => Mapping::new(),
+        }
+    }
+
+    fn release() -> ReleaseOptions {
+        ReleaseOptions {
+            name: "rel".into(),
+            namespace: "ns".into(),
+            revision: 1,
+            is_upgrade: false,
+            is_install: true,
+        }
+    }
+
+    fn run(c: &Chart, vals: &str) -> Result<BTreeMap<String, String>, RenderError> {
+        render(
+            c,
+            &values(vals),
+            &release(),
+            &Capabilities::default(),
+            &Env::new(),
+        )
+    }
+
+    /// The chart of /tmp/rt/r rendered by helm v3.17.3 (`helm template rel . -n ns`).
+    #[test]
+    fn namespace_order_scoping_and_shared_values_like_helm() {
+        let set = |x: &str| {
+            format!(
+                "v: {{{{ $_ := set .Values \"o\" (append (.Values.o | default list) \"{x}\") }}}}{{{{ .Values.o }}}}\n"
+            )
+        };
+        let t = set("t")
+            + "inc: {{ include \"x\" . }}{{ include \"y\" . }}{{ include \"libdef\" . }}\n\
+               tn: {{ .Template.Name }} {{ .Template.BasePath }}\n\
+               nv: \"{{ .Values.missing }}|literal <no value> text\"\n\
+               sub: {{ .Subcharts.s.Values.k }} {{ .Subcharts.s.Values.other }} {{ .Subcharts.s.Values.global.g }} {{ .Subcharts.s.Template.Name }}\n";
+        let lib = chart(
+            "lib",
+            "library",
+            vec![
+                file("templates/_l.tpl", "{{ define \"libdef\" }}LIB{{ end }}\n"),
+                file("templates/cm.yaml", "not: rendered\n"),
+            ],
+            vec![],
+        );
+        let s = chart(
+            "s",
+            "",
+            vec![file(
+                "templates/s.yaml",
+                "s: {{ .Values.k }} {{ .Values.global.g }} {{ .Chart.Name }} {{ .Chart.IsRoot }} {{ .Template.BasePath }} {{ typeOf .Values }} {{ include \"x\" . }}\n",
+            )],
+            vec![],
+        );
+        let top = chart(
+            "r",
+            "",
+            vec![
+                file("templates/NOTES.txt", "notes {{ .Release.Name }}\n"),
+                file("templates/_a.tpl", "{{ define \"x\" }}A{{ end }}\n"),
+                file(
+                    "templates/_b.tpl",
+                    "{{ define \"x\" }}B{{ end }}{{ define \"y\" }}TOP{{ end }}\n",
+                ),
+                file("templates/b.yaml", &set("b")),
+                file("templates/sub/_c.tpl", "{{ define \"y\" }}DEEP{{ end }}\n"),
+                file("templates/sub/c.yaml", &set("c")),
+                file("templates/t.yaml", &t),
+            ],
+            vec![lib, s],
+        );
+        let vals = "a: 1\nglobal: {g: G}\ns: {k: v, other: o, global: {g: G}}\n";
+        let out = match run(&top, vals) {
+            Ok(o) => o,
+            Err(e) => panic!("{e}"),
+        };
+        let keys: Vec<&str> = out.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            vec![
+                "r/charts/s/templates/s.yaml",
+                "r/templates/NOTES.txt",
+                "r/templates/b.yaml",
+                "r/templates/sub/c.yaml",
+                "r/templates/t.yaml"
+            ]
+        );
+        assert_eq!(out["r/templates/NOTES.txt"], "notes rel\n");
+        assert_eq!(out["r/templates/sub/c.yaml"], "v: [c]\n");
+        assert_eq!(out["r/templates/b.yaml"], "v: [c t b]\n");
+        // helm prints typeOf .Values = chartutil.Values in the subchart; we
+        // alias the parent's table (map[string]interface {}) instead.
+        assert_eq!(
+            out["r/charts/s/templates/s.yaml"]
+                .replace("map[string]interface {}", "chartutil.Values"),
+            "s: v G s false r/charts/s/templates chartutil.Values A\n"
+        );
+        assert_eq!(
+            out["r/templates/t.yaml"],
+            "v: [c t]\ninc: ATOPLIB\ntn: r/templates/t.yaml r/templates\nnv: \"|literal  text\"\nsub: v o G r/charts/s/templates/s.yaml\n"
+        );
+    }
+
+    fn one(main: &str, helper: Option<&str>) -> String {
+        let mut t = vec![file("templates/t.yaml", main)];
+        if let Some(h) = helper {
+            t.push(file("templates/_h.tpl", h));
+        }
+        match run(&chart("e", "", t, vec![]), "") {
+            Ok(_) => "ok".into(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    /// Texts from helm v3.17.3 (after its `Error: `).
+    #[test]
+    fn errors_read_exactly_as_helm() {
+        assert_eq!(
+            one("a: {{ nope }}", None),
+            "parse error at (e/templates/t.yaml:1): function \"nope\" not defined"
+        );
+        assert_eq!(
+            one("a: {{ .Values.x.y }}", None),
+            "template: e/templates/t.yaml:1:13: executing \"e/templates/t.yaml\" at <.Values.x.y>: nil pointer evaluating interface {}.y"
+        );
+        assert_eq!(
+            one("a: {{ required \"need x\" .Values.x }}", None),
+            "execution error at (e/templates/t.yaml:1:6): need x"
+        );
+        assert_eq!(
+            one(
+                "a: {{ include \"f\" . }}",
+                Some("{{ define \"f\" }}{{ fail \"boom: bad\" }}{{ end }}")
+            ),
+            "execution error at (e/templates/t.yaml:1:6): boom: bad"
+        );
+        assert_eq!(
+            one("a: {{ tpl \"{{ fail \\\"inner\\\" }}\" . }}", None),
+            "execution error at (e/templates/t.yaml:1:6): inner"
+        );
+        assert_eq!(
+            one("a: {{ tpl \"{{ nope }}\" . }}", None),
+            "template: e/templates/t.yaml:1:6: executing \"e/templates/t.yaml\" at <tpl \"{{ nope }}\" .>: error calling tpl: cannot parse template \"{{ nope }}\": template: gotpl:1: function \"nope\" not defined"
+        );
+        assert_eq!(
+            one(
+                "a: {{ include \"f\" . }}",
+                Some("{{ define \"f\" }}{{ .Values.x.y }}{{ end }}")
+            ),
+            "template: e/templates/t.yaml:1:6: executing \"e/templates/t.yaml\" at <include \"f\" .>: error calling include: template: e/templates/_h.tpl:1:26: executing \"f\" at <.Values.x.y>: nil pointer evaluating interface {}.y"
+        );
+        assert_eq!(
+            one("a: {{ end }}", None),
+            "parse error at (e/templates/t.yaml:1): unexpected {{end}}"
+        );
+        assert_eq!(
+            one("a: ok", Some("{{ define \"f\" }}{{ nope }}{{ end }}")),
+            "parse error at (e/templates/_h.tpl:1): function \"nope\" not defined"
+        );
+    }
+}
