@@ -35,7 +35,9 @@ pub use config::{
 pub use context::{BindingContext, KubeEvent, SnapshotObject, Snapshots};
 pub use discovery::{FoundHook, LegacyStage};
 pub use exec::{ProcessError, ProcessOutput, RunOptions};
-pub use output::{KubeOperation, MetricOperation, PatchTarget, ValuesPatch};
+pub use output::{KubeOperation, MetricOperation, PatchTarget};
+
+use crate::values::{PatchScope, ValuesPatch};
 
 /// Global hooks and module hooks differ in the bindings they may have and
 /// the values they may patch.
@@ -64,6 +66,14 @@ impl HookScope {
         match self {
             HookScope::Global => HookKind::Global,
             HookScope::Module { .. } => HookKind::Module,
+        }
+    }
+
+    /// Which values the hook may patch, for [`crate::values::validate_hook_patch`].
+    pub fn patch_scope(&self) -> PatchScope {
+        match self {
+            HookScope::Global => PatchScope::Global,
+            HookScope::Module { values_key, .. } => PatchScope::Module(values_key.clone()),
         }
     }
 
@@ -268,7 +278,7 @@ impl Hook {
                 .read(var)
                 .map_err(|e| out_err(format!("cannot read {var}: {e}")))
         };
-        let root = self.scope.values_root();
+        let scope = self.scope.patch_scope();
         let mut patches = Vec::new();
         for (var, target) in [
             (
@@ -278,10 +288,10 @@ impl Hook {
             (exec::RunFiles::VALUES_PATCH, PatchTarget::Values),
         ] {
             let text = read(var)?;
-            let patch = output::parse_values_patch(&text).map_err(|e| {
+            let patch = ValuesPatch::from_json_stream(&text).map_err(|e| {
                 out_err(format!("got bad json patch for {}: {e}", target.describe()))
             })?;
-            output::validate_values_patch(&patch, root)
+            check_patch(&patch, &scope)
                 .map_err(|e| out_err(format!("{} patch rejected: {e}", target.describe())))?;
             patches.push(patch);
         }
@@ -339,6 +349,22 @@ fn node_change_binding() -> KubernetesBinding {
         include_snapshots_from: Vec::new(),
         resynchronization_period: None,
     }
+}
+
+/// `validate_hook_patch` operation by operation, so the message can show the
+/// whole offending operation: addon-operator's own text quotes only the
+/// operation's value (module-sdk `ValuesPatchOperation.ToString`).
+fn check_patch(patch: &ValuesPatch, scope: &PatchScope) -> Result<(), String> {
+    for op in &patch.operations {
+        let single = ValuesPatch {
+            operations: vec![op.clone()],
+        };
+        if let Err(e) = crate::values::validate_hook_patch(&single, scope) {
+            let whole = serde_json::to_string(op).unwrap_or_default();
+            return Err(format!("{e} in operation {whole}"));
+        }
+    }
+    Ok(())
 }
 
 /// The command that runs a hook. A module's `.py` hook runs with the

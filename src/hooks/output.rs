@@ -2,13 +2,9 @@
 //! operations, parsed and validated as addon-operator and shell-operator do
 //! before anything is applied.
 //!
-//! - Values patches (`VALUES_JSON_PATCH_PATH`, `CONFIG_VALUES_JSON_PATCH_PATH`):
-//!   a JSON stream of RFC 6902 operations and arrays of them
-//!   (addon-operator `utils.JsonPatchFromReader`); stream items that are
-//!   neither are ignored there, and here. `ValidateHookValuesPatch` then
-//!   rejects `replace` and any path whose first segment is not the hook's
-//!   root (`global`, plus `*Enabled` keys, for global hooks; the module's
-//!   camelCase name for module hooks). Other RFC 6902 ops pass.
+//! - Values patches (`VALUES_JSON_PATCH_PATH`, `CONFIG_VALUES_JSON_PATCH_PATH`)
+//!   are read and checked by [`crate::values::patch`] (`ValuesPatch::
+//!   from_json_stream`, `validate_hook_patch`); [`PatchTarget`] names them.
 //! - Metrics (`METRICS_PATH`): shell-operator `MetricOperationsFromReader`
 //!   and `ValidateMetricOperation`.
 //! - Kubernetes operations (`KUBERNETES_PATCH_PATH`): shell-operator
@@ -21,53 +17,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::jq::JqFilter;
-
-/// A values patch returned by a hook.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-#[serde(transparent)]
-pub struct ValuesPatch(pub json_patch::Patch);
-
-impl ValuesPatch {
-    pub fn is_empty(&self) -> bool {
-        self.0.0.is_empty()
-    }
-
-    pub fn operations(&self) -> &[json_patch::PatchOperation] {
-        &self.0.0
-    }
-}
-
-/// How [`ValuesPatch::apply`] treats a `remove` of a missing path
-/// (addon-operator's `ApplyPatchMode`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ApplyMode {
-    /// Every error fails the patch (a hook's fresh output is applied so).
-    Strict,
-    /// A `remove` of a missing path is skipped (stored patches are replayed so).
-    IgnoreNonExistentPaths,
-}
-
-impl ValuesPatch {
-    /// Applies the patch to `doc`; on error `doc` is left unchanged.
-    /// Returns whether the document changed.
-    pub fn apply(&self, doc: &mut Value, mode: ApplyMode) -> Result<bool, String> {
-        let mut work = doc.clone();
-        for op in self.operations() {
-            let single = [op.clone()];
-            if let Err(e) = json_patch::patch(&mut work, &single) {
-                let missing_remove = matches!(op, json_patch::PatchOperation::Remove(_))
-                    && matches!(e.kind, json_patch::PatchErrorKind::InvalidPointer);
-                if mode == ApplyMode::IgnoreNonExistentPaths && missing_remove {
-                    continue;
-                }
-                return Err(format!("{e}: {}", op_to_string(op)));
-            }
-        }
-        let changed = work != *doc;
-        *doc = work;
-        Ok(changed)
-    }
-}
 
 /// Which values a patch targets, for messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,77 +34,6 @@ impl PatchTarget {
             PatchTarget::ConfigValues => "config values",
         }
     }
-}
-
-/// Parses a JSON stream of patch operations (`JsonPatchFromReader`). An
-/// empty text is an empty patch.
-pub fn parse_values_patch(text: &str) -> Result<ValuesPatch, String> {
-    let mut ops = Vec::new();
-    for item in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
-        let item = item.map_err(|e| format!("bad json-patch data: {e}"))?;
-        let decode = |v: &Value| {
-            serde_json::from_value::<json_patch::PatchOperation>(v.clone())
-                .map_err(|e| format!("bad json-patch data: {e}: {v}"))
-        };
-        match &item {
-            Value::Array(a) => {
-                for v in a {
-                    ops.push(decode(v)?);
-                }
-            }
-            Value::Object(_) => ops.push(decode(&item)?),
-            _ => {}
-        }
-    }
-    Ok(ValuesPatch(json_patch::Patch(ops)))
-}
-
-fn op_name(op: &json_patch::PatchOperation) -> &'static str {
-    match op {
-        json_patch::PatchOperation::Add(_) => "add",
-        json_patch::PatchOperation::Remove(_) => "remove",
-        json_patch::PatchOperation::Replace(_) => "replace",
-        json_patch::PatchOperation::Move(_) => "move",
-        json_patch::PatchOperation::Copy(_) => "copy",
-        json_patch::PatchOperation::Test(_) => "test",
-    }
-}
-
-/// The operation as JSON, for messages.
-pub fn op_to_string(op: &json_patch::PatchOperation) -> String {
-    serde_json::to_string(op).unwrap_or_else(|_| op_name(op).to_string())
-}
-
-/// addon-operator's `ValidateHookValuesPatch`: `replace` is rejected, and
-/// every path must start with `/<root>` (`root` = "global" or the module's
-/// camelCase name); global hooks may also touch top-level `*Enabled` keys.
-pub fn validate_values_patch(patch: &ValuesPatch, root: &str) -> Result<(), String> {
-    for op in patch.operations() {
-        if matches!(op, json_patch::PatchOperation::Replace(_)) {
-            return Err(format!(
-                "unsupported patch operation 'replace': '{}'",
-                op_to_string(op)
-            ));
-        }
-        let path = op.path().to_string();
-        let parts: Vec<&str> = path.split('/').collect();
-        if parts.len() > 1 {
-            let key = parts[1];
-            if key == root || (root == "global" && key.ends_with("Enabled")) {
-                continue;
-            }
-            let permitted = if root == "global" {
-                "only 'global' and '*Enabled' are permitted".to_string()
-            } else {
-                format!("only '{root}' accepted")
-            };
-            return Err(format!(
-                "unacceptable patch operation for path '{key}' ({permitted}): '{}'",
-                op_to_string(op)
-            ));
-        }
-    }
-    Ok(())
 }
 
 // ---- metrics -------------------------------------------------------------------
@@ -524,39 +402,6 @@ fn convert_spec(spec: &Value) -> Result<KubeOperation, String> {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn values_patch_stream_forms() {
-        let p = parse_values_patch(
-            "[{\"op\":\"add\",\"path\":\"/a/b\",\"value\":1}]\n{\"op\":\"remove\",\"path\":\"/a/c\"}\n\"ignored\"\n",
-        )
-        .unwrap();
-        assert_eq!(p.operations().len(), 2);
-        assert!(parse_values_patch("").unwrap().is_empty());
-        let e = parse_values_patch("{\"op\":\"frobnicate\",\"path\":\"/a\"}").unwrap_err();
-        assert!(e.starts_with("bad json-patch data:"), "{e}");
-    }
-
-    #[test]
-    fn values_patch_roots() {
-        let p = |s: &str| parse_values_patch(s).unwrap();
-        let ok = p(
-            r#"[{"op":"add","path":"/global/a","value":1},{"op":"add","path":"/fooEnabled","value":false}]"#,
-        );
-        assert_eq!(validate_values_patch(&ok, "global"), Ok(()));
-        assert_eq!(
-            validate_values_patch(&ok, "foo"),
-            Err(r#"unacceptable patch operation for path 'global' (only 'foo' accepted): '{"op":"add","path":"/global/a","value":1}'"#.into())
-        );
-        let other = p(r#"{"op":"add","path":"/foo/x","value":1}"#);
-        assert_eq!(
-            validate_values_patch(&other, "global"),
-            Err(r#"unacceptable patch operation for path 'foo' (only 'global' and '*Enabled' are permitted): '{"op":"add","path":"/foo/x","value":1}'"#.into())
-        );
-        // move/copy/test are not rejected by addon-operator; only replace is.
-        let mv = p(r#"{"op":"copy","from":"/foo/a","path":"/foo/b"}"#);
-        assert_eq!(validate_values_patch(&mv, "foo"), Ok(()));
-    }
 
     #[test]
     fn metric_shortcuts_and_rules() {
