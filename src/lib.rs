@@ -5,10 +5,12 @@
 //! - [`yaml`]: YAML and JSON exactly as Helm reads and writes them.
 //! - [`chart`]: Helm charts: load, values, render, `helm template` output.
 //! - [`values`]: addon-operator's module values: merge order, OpenAPI schemas, hook patches.
+//! - [`hooks`]: addon-operator hooks: discovery, `--config`, runs, binding contexts, outputs.
 //! - [`cli`]: the command line; each subcommand calls one library function.
 
 pub mod chart;
 pub mod cli;
 pub mod engine;
+pub mod hooks;
 pub mod values;
 pub mod yaml;

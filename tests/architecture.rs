@@ -11,6 +11,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("chart", &["engine", "yaml"]),
     ("values", &["yaml"]),
     ("cli", &["engine", "yaml", "chart"]),
+    ("hooks", &["values", "yaml"]),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
