@@ -86,7 +86,10 @@ pub struct Map {
 
 impl Map {
     pub fn new(kind: MapKind, entries: Entries) -> Self {
-        Map { kind, entries: RefCell::new(entries) }
+        Map {
+            kind,
+            entries: RefCell::new(entries),
+        }
     }
     pub fn borrow(&self) -> Ref<'_, Entries> {
         self.entries.borrow()
@@ -169,10 +172,16 @@ impl Value {
         Value::Str(Rc::from(s))
     }
     pub fn list(items: Vec<Value>) -> Value {
-        Value::List(Rc::new(List { kind: ListKind::Any, items }))
+        Value::List(Rc::new(List {
+            kind: ListKind::Any,
+            items,
+        }))
     }
     pub fn str_list(items: Vec<Value>) -> Value {
-        Value::List(Rc::new(List { kind: ListKind::Str, items }))
+        Value::List(Rc::new(List {
+            kind: ListKind::Str,
+            items,
+        }))
     }
     pub fn map(entries: Entries) -> Value {
         Value::Map(Rc::new(Map::new(MapKind::Any, entries)))
@@ -268,7 +277,11 @@ impl Value {
                 items: l.items.iter().map(Value::deep_copy).collect(),
             })),
             Value::Map(m) => {
-                let entries = m.borrow().iter().map(|(k, v)| (k.clone(), v.deep_copy())).collect();
+                let entries = m
+                    .borrow()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.deep_copy()))
+                    .collect();
                 Value::Map(Rc::new(Map::new(m.kind, entries)))
             }
             other => other.clone(),

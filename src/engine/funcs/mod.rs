@@ -116,15 +116,22 @@ pub struct Env {
 impl Env {
     pub fn new() -> Self {
         use rand::SeedableRng;
-        Env { rng: RefCell::new(rand_chacha::ChaCha20Rng::from_rng(&mut rand::rng())), now: None }
+        Env {
+            rng: RefCell::new(rand_chacha::ChaCha20Rng::from_rng(&mut rand::rng())),
+            now: None,
+        }
     }
     pub fn reproducible(seed: u64, now: chrono::DateTime<chrono::FixedOffset>) -> Self {
         use rand::SeedableRng;
-        Env { rng: RefCell::new(rand_chacha::ChaCha20Rng::seed_from_u64(seed)), now: Some(now) }
+        Env {
+            rng: RefCell::new(rand_chacha::ChaCha20Rng::seed_from_u64(seed)),
+            now: Some(now),
+        }
     }
     /// The current time in the local zone (or the fixed time).
     pub fn now(&self) -> chrono::DateTime<chrono::FixedOffset> {
-        self.now.unwrap_or_else(|| chrono::Local::now().fixed_offset())
+        self.now
+            .unwrap_or_else(|| chrono::Local::now().fixed_offset())
     }
 }
 
