@@ -246,15 +246,19 @@ fn hook_failures_name_hook_and_binding_and_spare_other_modules() {
     let stderr = String::from_utf8_lossy(&r.stderr);
     assert_eq!(r.status.code(), Some(1));
     assert!(
-        stderr.contains("hook 'hooks/fail.sh' failed (binding beforeHelm): exit status 3"),
+        stderr.contains("Error: module 'broken': hook 'hooks/fail.sh' failed (binding beforeHelm): exit status 3"),
         "{stderr}"
     );
     assert!(
         stderr.contains("hooks/fail.sh: something went wrong"),
         "{stderr}"
     );
-    assert!(stderr.contains("hooks/patch-other.sh"), "{stderr}");
-    assert!(stderr.contains("binding onStartup"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "Error: module 'bad-patch': hook 'hooks/patch-other.sh' (binding onStartup): values patch rejected"
+        ),
+        "{stderr}"
+    );
     assert_eq!(
         stdout,
         "# module: fine\n---\n# Source: fine/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fine\n  namespace: default\n"

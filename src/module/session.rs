@@ -365,20 +365,19 @@ impl Session {
         on_stderr: &mut dyn FnMut(&str),
     ) -> Result<(), ModuleError> {
         let m = self.module(name)?.clone();
+        let herr = |e: crate::hooks::HookError| ModuleError::Hook(format!("module '{name}': {e}"));
         let scope = HookScope::Module {
             module: m.name.clone(),
             values_key: values_key(&m.name),
         };
         let mut hooks = Vec::new();
         if m.legacy {
-            for found in
-                discover_legacy_hooks(&m.path, LegacyStage::BeforeHelm).map_err(hook_err)?
-            {
+            for found in discover_legacy_hooks(&m.path, LegacyStage::BeforeHelm).map_err(&herr)? {
                 hooks.push(Hook::legacy(found, scope.clone(), LegacyStage::BeforeHelm));
             }
         } else {
-            for found in discover_module_hooks(&m.path).map_err(hook_err)? {
-                hooks.push(Hook::load(found, scope.clone(), &self.run).map_err(hook_err)?);
+            for found in discover_module_hooks(&m.path).map_err(&herr)? {
+                hooks.push(Hook::load(found, scope.clone(), &self.run).map_err(&herr)?);
             }
         }
         let snapshots = Snapshots::new();
@@ -406,7 +405,7 @@ impl Session {
                     values: &values,
                     config_values: &config_values,
                 };
-                let out = hook.run(&input, &self.run, on_stderr).map_err(hook_err)?;
+                let out = hook.run(&input, &self.run, on_stderr).map_err(&herr)?;
                 if m.legacy {
                     if let Some(Value::Object(ret)) = out.return_values {
                         self.legacy_hook_returns
@@ -418,7 +417,7 @@ impl Session {
                 }
                 let wrap = |e: crate::values::ValuesError| {
                     ModuleError::Hook(format!(
-                        "hook '{}' (binding {}): {e}",
+                        "module '{name}': hook '{}' (binding {}): {e}",
                         hook.name,
                         binding.as_str()
                     ))
