@@ -337,3 +337,33 @@ fn hook_config_prints_parsed_bindings() {
     assert_eq!(v["configVersion"], json!("v1"));
     assert_eq!(v["orders"]["beforeHelm"], json!(10.0));
 }
+
+#[test]
+fn snapshots_file_feeds_kubernetes_bindings() {
+    let base = fixture("snapshots");
+    let modules = base.join("modules");
+    let recorded = base.join("recorded.yaml");
+    let render = |extra: &[&str]| {
+        let mut args = vec![
+            "render",
+            "--modules-dir",
+            modules.to_str().unwrap(),
+            "--global-hooks-dir",
+            "/nonexistent-global-hooks",
+        ];
+        args.extend_from_slice(extra);
+        let r = antiopa(&args);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        String::from_utf8_lossy(&r.stdout).into_owned()
+    };
+    let with = render(&["--snapshots", recorded.to_str().unwrap()]);
+    assert!(
+        with.contains(r#"{\"filterResult\":{\"k\":\"v\"},\"object\":{\"apiVersion\":\"v1\""#),
+        "{with}"
+    );
+    let without = render(&[]);
+    assert!(
+        without.contains(r#"[{\"binding\":\"beforeHelm\",\"snapshots\":{\"configmaps\":[]}}]"#),
+        "{without}"
+    );
+}

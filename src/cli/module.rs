@@ -87,6 +87,10 @@ pub struct RenderArgs {
     /// Release namespace.
     #[arg(short = 'n', long, default_value = "default")]
     namespace: String,
+    /// Objects for kubernetes bindings: a map binding name → objects, or a
+    /// list / `kind: List` cluster dump (default: empty snapshots).
+    #[arg(long)]
+    snapshots: Option<PathBuf>,
     /// Write OUT/<module>.yaml files instead of printing.
     #[arg(long = "output-dir")]
     output_dir: Option<PathBuf>,
@@ -260,6 +264,12 @@ pub fn run_render(a: RenderArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
+    if let Some(p) = &a.snapshots {
+        match crate::module::session::SnapshotInput::read(p) {
+            Ok(si) => s.snapshots = si,
+            Err(e) => return fail(e),
+        }
+    }
     let opts = RenderOptions {
         namespace: a.namespace,
         only: a.modules,

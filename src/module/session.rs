@@ -13,7 +13,8 @@
 //! `before-helm` hooks return through `RETURN_VALUES_PATH` are merged on
 //! top. Their hooks get that flat map in `VALUES_PATH`.
 //!
-//! Offline, kubernetes bindings see empty snapshots.
+//! Offline, kubernetes bindings see the snapshots of `--snapshots`
+//! ([`SnapshotInput`]), else empty ones.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -27,6 +28,7 @@ use super::discovery::{Module, ModulesSettings, ModulesTree, discover};
 use super::enabled::{
     EnabledInputs, EnabledState, dynamic_enabled, run_enabled_script, state_before_script,
 };
+use crate::hooks::context::{snapshots_from_objects, snapshots_from_recorded};
 use crate::hooks::discovery::{
     discover_global_hooks, discover_legacy_hooks, discover_module_hooks,
 };
@@ -40,6 +42,69 @@ use crate::values::sources::{
     read_global_sources, read_module_sources, read_values_file, static_enabled_modules,
 };
 use crate::values::{EffectiveValues, PatchOp, Values, ValuesSources, legacy_values, values_key};
+
+/// Offline input for kubernetes bindings' snapshots (`--snapshots FILE`).
+#[derive(Clone, Debug, Default)]
+pub enum SnapshotInput {
+    /// Empty snapshots for every binding.
+    #[default]
+    None,
+    /// Objects recorded per binding name (a map of lists).
+    Recorded(BTreeMap<String, Vec<Value>>),
+    /// A cluster dump (a list, or a `kind: List` with `items`): each binding
+    /// gets the objects it would watch.
+    Objects(Vec<Value>),
+}
+
+impl SnapshotInput {
+    /// Reads a `--snapshots` file (YAML or JSON), telling the two shapes
+    /// apart: a map without `items` is recorded-per-binding.
+    pub fn read(path: &Path) -> Result<SnapshotInput, ModuleError> {
+        let fail = |message: String| ModuleError::Io {
+            path: path.display().to_string(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+        let v = crate::values::convert::value_from_yaml(&text).map_err(|e| fail(e.0))?;
+        match v {
+            Value::Array(items) => Ok(SnapshotInput::Objects(items)),
+            Value::Object(mut m) if m.contains_key("items") => match m.remove("items") {
+                Some(Value::Array(items)) => Ok(SnapshotInput::Objects(items)),
+                _ => Err(fail("'items' must be a list".into())),
+            },
+            Value::Object(m) => {
+                let mut rec = BTreeMap::new();
+                for (k, v) in m {
+                    match v {
+                        Value::Array(items) => {
+                            rec.insert(k, items);
+                        }
+                        Value::Null => {
+                            rec.insert(k, Vec::new());
+                        }
+                        _ => {
+                            return Err(fail(format!("binding '{k}': expected a list of objects")));
+                        }
+                    }
+                }
+                Ok(SnapshotInput::Recorded(rec))
+            }
+            Value::Null => Ok(SnapshotInput::None),
+            _ => Err(fail(
+                "expected a map of binding name to objects, or a list of objects".into(),
+            )),
+        }
+    }
+
+    /// One hook's snapshots.
+    pub fn for_hook(&self, hook: &Hook) -> Result<Snapshots, String> {
+        match self {
+            SnapshotInput::None => Ok(Snapshots::new()),
+            SnapshotInput::Recorded(r) => snapshots_from_recorded(&hook.config, r),
+            SnapshotInput::Objects(o) => snapshots_from_objects(&hook.config, o),
+        }
+    }
+}
 
 /// Everything known about a tree during one run.
 pub struct Session {
@@ -59,6 +124,8 @@ pub struct Session {
     /// By module name, once computed.
     pub enabled: BTreeMap<String, EnabledState>,
     pub run: RunOptions,
+    /// Snapshots for kubernetes bindings.
+    pub snapshots: SnapshotInput,
 }
 
 fn hook_err(e: impl std::fmt::Display) -> ModuleError {
@@ -109,6 +176,7 @@ impl Session {
             legacy_hook_returns: BTreeMap::new(),
             enabled: BTreeMap::new(),
             run,
+            snapshots: SnapshotInput::None,
         })
     }
 
@@ -134,13 +202,15 @@ impl Session {
             ));
         }
         self.global_hooks = hooks;
-        let snapshots = Snapshots::new();
         for binding in [BindingType::OnStartup, BindingType::BeforeAll] {
             let hooks: Vec<Hook> = sort_by_binding(&self.global_hooks, binding)
                 .into_iter()
                 .cloned()
                 .collect();
             for hook in &hooks {
+                let snapshots = self.snapshots.for_hook(hook).map_err(|e| {
+                    ModuleError::Hook(format!("hook '{}': snapshots: {e}", hook.name))
+                })?;
                 let ctx = context_for(binding, hook, &snapshots);
                 let values = Value::Object(self.values.global.values_with_prefix());
                 let config_values = Value::Object(self.values.global.config_values_with_prefix());
@@ -380,9 +450,14 @@ impl Session {
                 hooks.push(Hook::load(found, scope.clone(), &self.run).map_err(&herr)?);
             }
         }
-        let snapshots = Snapshots::new();
         for binding in [BindingType::OnStartup, BindingType::BeforeHelm] {
             for hook in sort_by_binding(&hooks, binding) {
+                let snapshots = self.snapshots.for_hook(hook).map_err(|e| {
+                    ModuleError::Hook(format!(
+                        "module '{name}': hook '{}': snapshots: {e}",
+                        hook.name
+                    ))
+                })?;
                 let ctx = context_for(binding, hook, &snapshots);
                 let (values, config_values) = if m.legacy {
                     (
