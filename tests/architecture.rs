@@ -10,7 +10,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("yaml", &[]),
     ("chart", &["engine", "yaml"]),
     ("values", &["yaml"]),
-    ("cli", &["engine", "yaml", "chart", "values", "hooks", "module"]),
+    (
+        "cli",
+        &["engine", "yaml", "chart", "values", "hooks", "module"],
+    ),
     ("hooks", &["values", "yaml"]),
     ("module", &["chart", "values", "hooks", "yaml"]),
 ];
