@@ -6,11 +6,13 @@
 //! - [`chart`]: Helm charts: load, values, render, `helm template` output.
 //! - [`values`]: addon-operator's module values: merge order, OpenAPI schemas, hook patches.
 //! - [`hooks`]: addon-operator hooks: discovery, `--config`, runs, binding contexts, outputs.
+//! - [`module`]: addon-operator modules offline: discovery, config, enabled state, render.
 //! - [`cli`]: the command line; each subcommand calls one library function.
 
 pub mod chart;
 pub mod cli;
 pub mod engine;
 pub mod hooks;
+pub mod module;
 pub mod values;
 pub mod yaml;

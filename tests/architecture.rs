@@ -10,8 +10,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("yaml", &[]),
     ("chart", &["engine", "yaml"]),
     ("values", &["yaml"]),
-    ("cli", &["engine", "yaml", "chart"]),
+    (
+        "cli",
+        &["engine", "yaml", "chart", "values", "hooks", "module"],
+    ),
     ("hooks", &["values", "yaml"]),
+    ("module", &["chart", "values", "hooks", "yaml"]),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {

@@ -10,6 +10,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod module;
+
 use crate::chart::strvals::ValueOptions;
 use crate::chart::template::{self, TemplateSettings};
 use crate::engine::Env;
@@ -31,6 +33,14 @@ struct Cli {
 enum Command {
     /// Render chart templates locally and print them, exactly as `helm template` does.
     Template(TemplateArgs),
+    /// addon-operator modules: list them, show their values.
+    #[command(subcommand)]
+    Module(module::ModuleCommand),
+    /// addon-operator hooks: show a hook's parsed --config.
+    #[command(subcommand)]
+    Hook(module::HookCommand),
+    /// Render every enabled module offline (global and module hooks, values, charts).
+    Render(module::RenderArgs),
 }
 
 /// `helm template` flags, with Helm's names and meanings.
@@ -174,6 +184,9 @@ pub fn main() -> i32 {
     };
     match cli.command {
         Command::Template(a) => run_template(a),
+        Command::Module(c) => module::run_module(c),
+        Command::Hook(c) => module::run_hook(c),
+        Command::Render(a) => module::run_render(a),
     }
 }
 

@@ -1,0 +1,296 @@
+//! `antiopa module list|values`, `antiopa hook config` and `antiopa render`:
+//! clap types and output formatting over [`crate::module`].
+//!
+//! Directories come from the flags, else from the environment
+//! (`MODULES_DIR`, `GLOBAL_HOOKS_DIR`, … — every spelling addon-operator
+//! accepts), else `modules` and `global-hooks` in the working directory.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use crate::hooks::discovery::FoundHook;
+use crate::hooks::{Hook, HookScope, RunOptions};
+use crate::module::render::write_results;
+use crate::module::{
+    ModuleError, ModulesSettings, OfflineConfig, RenderOptions, Session, render_modules,
+};
+use crate::values::{values_key, values_to_json, values_to_yaml};
+
+/// Where the tree is and which config applies.
+#[derive(Args, Debug, Clone)]
+pub struct TreeArgs {
+    /// Modules directories (colon-separated; default: $MODULES_DIR or ./modules).
+    #[arg(long = "modules-dir")]
+    modules_dir: Option<String>,
+    /// Global hooks directory (default: $GLOBAL_HOOKS_DIR or ./global-hooks).
+    #[arg(long = "global-hooks-dir")]
+    global_hooks_dir: Option<PathBuf>,
+    /// A ConfigMap manifest with the config values.
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ModuleCommand {
+    /// List modules: order, name, enabled state and why.
+    List(TreeArgs),
+    /// Print a module's values (after global hooks and its own onStartup/beforeHelm hooks).
+    Values(ValuesArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ValuesArgs {
+    /// Module name (kebab-case).
+    name: String,
+    /// Include the global section: `{global: …, <camelName>: …}`.
+    #[arg(short = 'g', long = "global")]
+    global: bool,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
+    output: Format,
+    /// Do not run any hook: static, schema and config values only.
+    #[arg(long = "no-hooks")]
+    no_hooks: bool,
+    #[command(flatten)]
+    tree: TreeArgs,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum Format {
+    Yaml,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum HookCommand {
+    /// Run `PATH --config` and print the parsed configuration as JSON.
+    Config(HookConfigArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct HookConfigArgs {
+    /// The hook executable.
+    path: PathBuf,
+    /// Parse it as a global hook (default: a module hook).
+    #[arg(long)]
+    global: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RenderArgs {
+    /// Only these modules (default: every enabled module).
+    modules: Vec<String>,
+    #[command(flatten)]
+    tree: TreeArgs,
+    /// Release namespace.
+    #[arg(short = 'n', long, default_value = "default")]
+    namespace: String,
+    /// Objects for kubernetes bindings: a map binding name → objects, or a
+    /// list / `kind: List` cluster dump (default: empty snapshots).
+    #[arg(long)]
+    snapshots: Option<PathBuf>,
+    /// Write OUT/<module>.yaml files instead of printing.
+    #[arg(long = "output-dir")]
+    output_dir: Option<PathBuf>,
+}
+
+fn settings(t: &TreeArgs) -> Result<ModulesSettings, ModuleError> {
+    let mut s = ModulesSettings::from_env()?;
+    if let Some(d) = &t.modules_dir {
+        s.modules_dirs = crate::module::discovery::split_dirs(d);
+    }
+    if let Some(g) = &t.global_hooks_dir {
+        s.global_hooks_dir = Some(g.clone());
+    }
+    Ok(s)
+}
+
+fn session(t: &TreeArgs) -> Result<Session, ModuleError> {
+    let config = match &t.config {
+        Some(p) => OfflineConfig::read(p)?,
+        None => OfflineConfig::default(),
+    };
+    Session::load(&settings(t)?, config, run_options())
+}
+
+fn run_options() -> RunOptions {
+    let mut o = RunOptions::default();
+    if let Ok(d) = std::env::var("ADDON_OPERATOR_TMP_DIR")
+        && !d.is_empty()
+    {
+        o.tmp_dir = PathBuf::from(d);
+    }
+    o
+}
+
+/// Hook and script stderr: passed through, prefixed by the hook's name.
+fn forward_stderr(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+fn fail(e: impl std::fmt::Display) -> i32 {
+    let _ = writeln!(std::io::stderr(), "Error: {e}");
+    1
+}
+
+pub fn run_module(cmd: ModuleCommand) -> i32 {
+    match cmd {
+        ModuleCommand::List(t) => match list(&t) {
+            Ok(()) => 0,
+            Err(e) => fail(e),
+        },
+        ModuleCommand::Values(a) => match values(&a) {
+            Ok(()) => 0,
+            Err(e) => fail(e),
+        },
+    }
+}
+
+fn list(t: &TreeArgs) -> Result<(), ModuleError> {
+    let mut s = session(t)?;
+    let mut fwd = forward_stderr;
+    s.run_global_hooks(&mut fwd)?;
+    s.compute_enabled(&mut fwd)?;
+    let mut out = std::io::stdout().lock();
+    let rows: Vec<[String; 4]> = s
+        .tree
+        .modules
+        .iter()
+        .map(|m| {
+            let st = s.enabled.get(&m.name);
+            [
+                m.order.to_string(),
+                m.name.clone(),
+                if st.is_some_and(|x| x.enabled) {
+                    "enabled"
+                } else {
+                    "disabled"
+                }
+                .to_string(),
+                st.map(|x| x.reason.clone()).unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let header = [
+        "ORDER".to_string(),
+        "NAME".into(),
+        "STATE".into(),
+        "REASON".into(),
+    ];
+    let mut widths = [0usize; 3];
+    for r in std::iter::once(&header).chain(rows.iter()) {
+        for (w, c) in widths.iter_mut().zip(r.iter()) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    for r in std::iter::once(&header).chain(rows.iter()) {
+        let _ = writeln!(
+            out,
+            "{:<w0$}  {:<w1$}  {:<w2$}  {}",
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2]
+        );
+    }
+    Ok(())
+}
+
+fn values(a: &ValuesArgs) -> Result<(), ModuleError> {
+    let mut s = session(&a.tree)?;
+    if s.tree.get(&a.name).is_none() {
+        return Err(ModuleError::UnknownModule(a.name.clone()));
+    }
+    let mut fwd = forward_stderr;
+    if !a.no_hooks {
+        s.run_global_hooks(&mut fwd)?;
+        s.compute_enabled(&mut fwd)?;
+        if s.enabled.get(&a.name).is_some_and(|x| x.enabled) {
+            s.run_module_hooks(&a.name, &mut fwd)?;
+        }
+    }
+    let v = s.module_values(&a.name, a.global, &mut fwd)?;
+    let text = match a.output {
+        Format::Yaml => values_to_yaml(&v),
+        Format::Json => values_to_json(&v),
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    if !text.ends_with('\n') {
+        let _ = writeln!(out);
+    }
+    Ok(())
+}
+
+pub fn run_hook(cmd: HookCommand) -> i32 {
+    let HookCommand::Config(a) = cmd;
+    let name = a
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| a.path.display().to_string());
+    let scope = if a.global {
+        HookScope::Global
+    } else {
+        // The module is unknown here; its key only matters for patches.
+        HookScope::Module {
+            module: "module".into(),
+            values_key: values_key("module"),
+        }
+    };
+    let found = FoundHook {
+        name,
+        path: a.path.clone(),
+    };
+    match Hook::load(found, scope, &run_options()) {
+        Ok(h) => match serde_json::to_string_pretty(&h.config) {
+            Ok(text) => {
+                let _ = writeln!(std::io::stdout(), "{text}");
+                0
+            }
+            Err(e) => fail(e),
+        },
+        Err(e) => fail(e),
+    }
+}
+
+pub fn run_render(a: RenderArgs) -> i32 {
+    let mut s = match session(&a.tree) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    if let Some(p) = &a.snapshots {
+        match crate::module::session::SnapshotInput::read(p) {
+            Ok(si) => s.snapshots = si,
+            Err(e) => return fail(e),
+        }
+    }
+    let opts = RenderOptions {
+        namespace: a.namespace,
+        only: a.modules,
+    };
+    let mut fwd = forward_stderr;
+    let results = match render_modules(&mut s, &opts, &mut fwd) {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let ok = write_results(
+        &results,
+        a.output_dir.as_deref(),
+        &mut out,
+        &mut std::io::stderr(),
+    );
+    let _ = out.flush();
+    match ok {
+        Ok(true) => 0,
+        Ok(false) => 1,
+        Err(e) => fail(e),
+    }
+}

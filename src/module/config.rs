@@ -1,0 +1,123 @@
+//! The offline config source (`--config FILE`): a ConfigMap manifest whose
+//! `data` holds addon-operator's keys (`global`, `<camelName>`,
+//! `<camelName>Enabled`, `<camelName>Maintenance`) and the original
+//! antiopa's (`values`, `<module-name>-values`, `disable-modules`).
+//!
+//! The original antiopa's keys are taken out before the rest goes to
+//! addon-operator's parser ([`crate::values::parse_config_data`]), which
+//! would reject them as badly camelCased module keys: `values` and
+//! `disable-modules` by name, and every key ending in `-values` (a camelCase
+//! key never holds a `-`). A module named `values` can therefore not be
+//! configured through this file.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use regex::Regex;
+use serde_json::Value;
+
+use super::ModuleError;
+use crate::values::legacy::legacy_config;
+use crate::values::{KubeConfig, Values, parse_config_data};
+
+/// A parsed `--config` file.
+#[derive(Clone, Debug, Default)]
+pub struct OfflineConfig {
+    /// addon-operator's part.
+    pub kube: KubeConfig,
+    /// The original antiopa's keys (`values`, `*-values`), as text.
+    pub legacy_data: BTreeMap<String, String>,
+    /// `disable-modules`: names or globs (`*`, `?`), comma-separated.
+    pub disable_modules: Vec<String>,
+}
+
+impl OfflineConfig {
+    /// Reads a ConfigMap manifest (YAML or JSON).
+    pub fn read(path: &Path) -> Result<OfflineConfig, ModuleError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ModuleError::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        Self::parse(&text).map_err(|message| ModuleError::Config {
+            path: path.display().to_string(),
+            message,
+        })
+    }
+
+    /// Parses a ConfigMap manifest's text.
+    pub fn parse(text: &str) -> Result<OfflineConfig, String> {
+        let doc = crate::values::convert::value_from_yaml(text).map_err(|e| e.0)?;
+        let data = match &doc {
+            Value::Object(m) => {
+                if let Some(Value::String(kind)) = m.get("kind")
+                    && kind != "ConfigMap"
+                {
+                    return Err(format!("expected a ConfigMap, got kind '{kind}'"));
+                }
+                match m.get("data") {
+                    None | Some(Value::Null) => Values::new(),
+                    Some(Value::Object(d)) => d.clone(),
+                    Some(_) => return Err("'data' must be a map of strings".into()),
+                }
+            }
+            Value::Null => Values::new(),
+            _ => return Err("expected a ConfigMap manifest (a map)".into()),
+        };
+        let mut kube_data = BTreeMap::new();
+        let mut cfg = OfflineConfig::default();
+        for (k, v) in data {
+            // ConfigMap data values are strings; Kubernetes refuses others.
+            let Value::String(s) = v else {
+                return Err(format!("data key '{k}' must be a string"));
+            };
+            if k == "disable-modules" {
+                cfg.disable_modules = s
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .map(String::from)
+                    .collect();
+            } else if k == "values" || k.ends_with("-values") {
+                cfg.legacy_data.insert(k, s);
+            } else {
+                kube_data.insert(k, s);
+            }
+        }
+        cfg.kube = parse_config_data(&kube_data)?;
+        Ok(cfg)
+    }
+
+    /// The first `disable-modules` pattern matching a module name.
+    pub fn disabled_by(&self, module: &str) -> Option<&str> {
+        self.disable_modules
+            .iter()
+            .find(|p| glob_matches(p, module))
+            .map(String::as_str)
+    }
+
+    /// Config sources 5 and 6 of the original antiopa layout for a module.
+    pub fn legacy_values(
+        &self,
+        module: &str,
+    ) -> Result<(Option<Values>, Option<Values>), ModuleError> {
+        legacy_config(&self.legacy_data, module).map_err(|e| ModuleError::Values {
+            module: module.to_string(),
+            message: e.to_string(),
+        })
+    }
+}
+
+/// Shell-style glob (`*` any run, `?` one character), the whole name.
+/// Translated to a regex rather than hand-matched.
+pub fn glob_matches(pattern: &str, name: &str) -> bool {
+    let mut re = String::from("^");
+    for c in pattern.chars() {
+        match c {
+            '*' => re.push_str(".*"),
+            '?' => re.push('.'),
+            c => re.push_str(&regex::escape(&c.to_string())),
+        }
+    }
+    re.push('$');
+    Regex::new(&re).is_ok_and(|r| r.is_match(name))
+}

@@ -1,0 +1,222 @@
+//! `antiopa render`: global hooks, enabled state, then for each enabled
+//! module (in module order) its `onStartup` and `beforeHelm` hooks, its
+//! values (validated with `x-required-for-helm`), and the chart pipeline
+//! with `helm template <module-name> <module-dir> --namespace NS --values
+//! <effective values>` semantics, so the output is what that command prints.
+//!
+//! A module that fails (hook, values, render) renders nothing and keeps its
+//! error; the others still render. A failing global hook stops everything,
+//! as it blocks every module in addon-operator.
+//!
+//! A chart without `Chart.yaml` (only `templates/`) is rendered from a
+//! temporary copy with the `Chart.yaml` addon-operator writes for it
+//! (`name: <module>`, `version: 0.2.0`; `HelmModule.createChartYaml`).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::ModuleError;
+use super::discovery::Module;
+use super::session::Session;
+use crate::chart::strvals::ValueOptions;
+use crate::chart::template::{self, TemplateSettings};
+use crate::values::{Values, values_to_yaml};
+
+/// What to render.
+#[derive(Clone, Debug, Default)]
+pub struct RenderOptions {
+    /// Release namespace (`-n`).
+    pub namespace: String,
+    /// Only these modules (all enabled modules when empty).
+    pub only: Vec<String>,
+}
+
+/// One module's result.
+#[derive(Debug)]
+pub struct RenderedModule {
+    pub name: String,
+    /// `helm template`'s stdout, or why there is none.
+    pub result: Result<String, ModuleError>,
+}
+
+/// Runs the whole pipeline; `Err` only for failures that stop every module
+/// (discovery is already done by [`Session::load`]; global hooks, enabled
+/// state, unknown module names).
+pub fn render_modules(
+    session: &mut Session,
+    opts: &RenderOptions,
+    on_stderr: &mut dyn FnMut(&str),
+) -> Result<Vec<RenderedModule>, ModuleError> {
+    for name in &opts.only {
+        if session.tree.get(name).is_none() {
+            return Err(ModuleError::UnknownModule(name.clone()));
+        }
+    }
+    session.run_global_hooks(on_stderr)?;
+    session.compute_enabled(on_stderr)?;
+    let modules: Vec<Module> = session
+        .tree
+        .modules
+        .iter()
+        .filter(|m| opts.only.is_empty() || opts.only.contains(&m.name))
+        .cloned()
+        .collect();
+    let mut res = Vec::new();
+    for m in modules {
+        let state = session.enabled.get(&m.name).cloned();
+        let enabled = state.as_ref().is_some_and(|s| s.enabled);
+        if !enabled {
+            if !opts.only.is_empty() {
+                let reason = state.map(|s| s.reason).unwrap_or_default();
+                res.push(RenderedModule {
+                    name: m.name.clone(),
+                    result: Err(ModuleError::Render {
+                        module: m.name.clone(),
+                        message: format!("module is disabled ({reason})"),
+                    }),
+                });
+            }
+            continue;
+        }
+        let result = render_one(session, &m, &opts.namespace, on_stderr);
+        res.push(RenderedModule {
+            name: m.name.clone(),
+            result,
+        });
+    }
+    Ok(res)
+}
+
+fn render_one(
+    session: &mut Session,
+    m: &Module,
+    namespace: &str,
+    on_stderr: &mut dyn FnMut(&str),
+) -> Result<String, ModuleError> {
+    session.run_module_hooks(&m.name, on_stderr)?;
+    let values = session.helm_values(&m.name, on_stderr)?;
+    if !m.has_chart {
+        return Ok(String::new());
+    }
+    render_chart(m, &values, namespace, &session.run.tmp_dir, on_stderr)
+}
+
+/// Removes a temporary directory when dropped.
+struct TmpDir(PathBuf);
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `helm template <module> <dir> --namespace NS --values <values>`.
+pub fn render_chart(
+    m: &Module,
+    values: &Values,
+    namespace: &str,
+    tmp_root: &Path,
+    on_stderr: &mut dyn FnMut(&str),
+) -> Result<String, ModuleError> {
+    let fail = |message: String| ModuleError::Render {
+        module: m.name.clone(),
+        message,
+    };
+    let tmp = TmpDir(tmp_root.join(format!("render-{}-{}", m.name, uuid::Uuid::new_v4())));
+    std::fs::create_dir_all(&tmp.0)
+        .map_err(|e| fail(format!("cannot create {}: {e}", tmp.0.display())))?;
+    let values_file = tmp.0.join("values.yaml");
+    std::fs::write(&values_file, values_to_yaml(values))
+        .map_err(|e| fail(format!("cannot write {}: {e}", values_file.display())))?;
+    let chart_dir = if m.has_chart_yaml {
+        m.path.clone()
+    } else {
+        let copy = tmp.0.join(&m.name);
+        copy_dir(&m.path, &copy)
+            .map_err(|e| fail(format!("cannot copy {}: {e}", m.path.display())))?;
+        std::fs::write(
+            copy.join("Chart.yaml"),
+            format!("name: {}\nversion: 0.2.0", m.name),
+        )
+        .map_err(|e| fail(format!("cannot write Chart.yaml: {e}")))?;
+        copy
+    };
+    let settings = TemplateSettings {
+        args: vec![m.name.clone(), chart_dir.to_string_lossy().into_owned()],
+        namespace: namespace.to_string(),
+        values: ValueOptions {
+            values_files: vec![values_file.to_string_lossy().into_owned()],
+            ..Default::default()
+        },
+        include_crds: false,
+        skip_tests: false,
+        no_hooks: false,
+        is_upgrade: false,
+        kube_version: None,
+        api_versions: Vec::new(),
+        show_only: Vec::new(),
+        output_dir: None,
+        release_name_dir: false,
+        generate_name: false,
+        name_template: None,
+        skip_schema_validation: false,
+        // The engine's default environment (no seed, real clock), named
+        // through Default: this layer does not use the engine directly.
+        env: Default::default(),
+    };
+    let mut out = Vec::new();
+    let mut log = Vec::new();
+    let r = template::run(&settings, &mut out, &mut log);
+    for line in String::from_utf8_lossy(&log).lines() {
+        on_stderr(&format!("{}: {line}", m.name));
+    }
+    r.map_err(|e| fail(e.to_string()))?;
+    String::from_utf8(out).map_err(|e| fail(e.to_string()))
+}
+
+/// Copies a directory tree (symlinks followed).
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let src = e.path();
+        let dst = to.join(e.file_name());
+        if std::fs::metadata(&src)?.is_dir() {
+            copy_dir(&src, &dst)?;
+        } else {
+            std::fs::copy(&src, &dst)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes results: with `output_dir`, `OUT/<module>.yaml` each; otherwise
+/// all to `out`, each headed by `# module: <name>`. Returns whether every
+/// module rendered; errors go to `err`, one line each.
+pub fn write_results(
+    results: &[RenderedModule],
+    output_dir: Option<&Path>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> std::io::Result<bool> {
+    let mut ok = true;
+    if let Some(dir) = output_dir {
+        std::fs::create_dir_all(dir)?;
+    }
+    for r in results {
+        match &r.result {
+            Ok(text) => match output_dir {
+                Some(dir) => std::fs::write(dir.join(format!("{}.yaml", r.name)), text)?,
+                None => {
+                    writeln!(out, "# module: {}", r.name)?;
+                    out.write_all(text.as_bytes())?;
+                }
+            },
+            Err(e) => {
+                ok = false;
+                writeln!(err, "Error: {e}")?;
+            }
+        }
+    }
+    Ok(ok)
+}

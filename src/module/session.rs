@@ -1,0 +1,537 @@
+//! One offline run over a modules tree, in addon-operator's start-up order:
+//! discovery and static values ([`Session::load`]), global hooks
+//! (`onStartup`, then `beforeAll`; [`Session::run_global_hooks`]), enabled
+//! state ([`Session::compute_enabled`], which also injects
+//! `global.enabledModules`), then per module its `onStartup` and
+//! `beforeHelm` hooks ([`Session::run_module_hooks`]) and the values given
+//! to Helm ([`Session::helm_values`]).
+//!
+//! Modules in the original antiopa layout keep that layout's values: one
+//! flat map from `crate::values::legacy` (directory `values.yaml`, global
+//! hooks' returned values, module `values.yaml`, `initial_values` output,
+//! config `values`, config `<module-name>-values`), and values their own
+//! `before-helm` hooks return through `RETURN_VALUES_PATH` are merged on
+//! top. Their hooks get that flat map in `VALUES_PATH`.
+//!
+//! Offline, kubernetes bindings see the snapshots of `--snapshots`
+//! ([`SnapshotInput`]), else empty ones.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use super::ModuleError;
+use super::config::OfflineConfig;
+use super::discovery::{Module, ModulesSettings, ModulesTree, discover};
+use super::enabled::{
+    EnabledInputs, EnabledState, dynamic_enabled, run_enabled_script, state_before_script,
+};
+use crate::hooks::context::{snapshots_from_objects, snapshots_from_recorded};
+use crate::hooks::discovery::{
+    discover_global_hooks, discover_legacy_hooks, discover_module_hooks,
+};
+use crate::hooks::exec::{RunOptions, run_process};
+use crate::hooks::{
+    BindingContext, BindingType, Hook, HookScope, LegacyStage, RunInput, Snapshots, sort_by_binding,
+};
+use crate::values::legacy::LegacySources;
+use crate::values::merge::merge_into;
+use crate::values::sources::{
+    read_global_sources, read_module_sources, read_values_file, static_enabled_modules,
+};
+use crate::values::{EffectiveValues, PatchOp, Values, ValuesSources, legacy_values, values_key};
+
+/// Offline input for kubernetes bindings' snapshots (`--snapshots FILE`).
+#[derive(Clone, Debug, Default)]
+pub enum SnapshotInput {
+    /// Empty snapshots for every binding.
+    #[default]
+    None,
+    /// Objects recorded per binding name (a map of lists).
+    Recorded(BTreeMap<String, Vec<Value>>),
+    /// A cluster dump (a list, or a `kind: List` with `items`): each binding
+    /// gets the objects it would watch.
+    Objects(Vec<Value>),
+}
+
+impl SnapshotInput {
+    /// Reads a `--snapshots` file (YAML or JSON), telling the two shapes
+    /// apart: a map without `items` is recorded-per-binding.
+    pub fn read(path: &Path) -> Result<SnapshotInput, ModuleError> {
+        let fail = |message: String| ModuleError::Io {
+            path: path.display().to_string(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+        let v = crate::values::convert::value_from_yaml(&text).map_err(|e| fail(e.0))?;
+        match v {
+            Value::Array(items) => Ok(SnapshotInput::Objects(items)),
+            Value::Object(mut m) if m.contains_key("items") => match m.remove("items") {
+                Some(Value::Array(items)) => Ok(SnapshotInput::Objects(items)),
+                _ => Err(fail("'items' must be a list".into())),
+            },
+            Value::Object(m) => {
+                let mut rec = BTreeMap::new();
+                for (k, v) in m {
+                    match v {
+                        Value::Array(items) => {
+                            rec.insert(k, items);
+                        }
+                        Value::Null => {
+                            rec.insert(k, Vec::new());
+                        }
+                        _ => {
+                            return Err(fail(format!("binding '{k}': expected a list of objects")));
+                        }
+                    }
+                }
+                Ok(SnapshotInput::Recorded(rec))
+            }
+            Value::Null => Ok(SnapshotInput::None),
+            _ => Err(fail(
+                "expected a map of binding name to objects, or a list of objects".into(),
+            )),
+        }
+    }
+
+    /// One hook's snapshots.
+    pub fn for_hook(&self, hook: &Hook) -> Result<Snapshots, String> {
+        match self {
+            SnapshotInput::None => Ok(Snapshots::new()),
+            SnapshotInput::Recorded(r) => snapshots_from_recorded(&hook.config, r),
+            SnapshotInput::Objects(o) => snapshots_from_objects(&hook.config, o),
+        }
+    }
+}
+
+/// Everything known about a tree during one run.
+pub struct Session {
+    pub tree: ModulesTree,
+    pub config: OfflineConfig,
+    pub values: EffectiveValues,
+    /// Directory `values.yaml` files, in `MODULES_DIR` order (`None` if absent).
+    pub dir_values: Vec<Option<Values>>,
+    /// Global hooks (addon-operator's layout and on-kube-node-change).
+    pub global_hooks: Vec<Hook>,
+    /// `*Enabled` operations of global hooks, in run order.
+    pub enabled_ops: Vec<PatchOp>,
+    /// Values global hooks returned through `RETURN_VALUES_PATH`.
+    pub legacy_returns: Vec<Values>,
+    /// Values a legacy module's own hooks returned.
+    legacy_hook_returns: BTreeMap<String, Vec<Values>>,
+    /// By module name, once computed.
+    pub enabled: BTreeMap<String, EnabledState>,
+    pub run: RunOptions,
+    /// Snapshots for kubernetes bindings.
+    pub snapshots: SnapshotInput,
+}
+
+fn hook_err(e: impl std::fmt::Display) -> ModuleError {
+    ModuleError::Hook(e.to_string())
+}
+
+impl Session {
+    /// Discovery, static and config values; runs nothing.
+    pub fn load(
+        settings: &ModulesSettings,
+        config: OfflineConfig,
+        run: RunOptions,
+    ) -> Result<Session, ModuleError> {
+        let tree = discover(settings)?;
+        let mut dir_values = Vec::new();
+        for d in &tree.modules_dirs {
+            dir_values.push(
+                read_values_file(&d.join("values.yaml"))
+                    .map_err(|e| ModuleError::global_values(&e))?,
+            );
+        }
+        let dirs: Vec<&Path> = tree.modules_dirs.iter().map(|p| p.as_path()).collect();
+        let mut sources = ValuesSources {
+            global: read_global_sources(&dirs, tree.global_hooks_dir.as_deref())
+                .map_err(|e| ModuleError::global_values(&e))?,
+            ..Default::default()
+        };
+        for m in tree.modules.iter().filter(|m| !m.legacy) {
+            let dv = dir_values.get(m.dir_index).and_then(|v| v.as_ref());
+            sources.modules.push(
+                read_module_sources(&m.name, &m.path, dv)
+                    .map_err(|e| ModuleError::values(&m.name, &e))?,
+            );
+        }
+        sources.apply_config(&config.kube);
+        let values = EffectiveValues::compute(&sources).map_err(|e| ModuleError::Values {
+            module: "*".into(),
+            message: e.to_string(),
+        })?;
+        Ok(Session {
+            tree,
+            config,
+            values,
+            dir_values,
+            global_hooks: Vec::new(),
+            enabled_ops: Vec::new(),
+            legacy_returns: Vec::new(),
+            legacy_hook_returns: BTreeMap::new(),
+            enabled: BTreeMap::new(),
+            run,
+            snapshots: SnapshotInput::None,
+        })
+    }
+
+    /// Loads the global hooks (`--config` of each) and runs their
+    /// `onStartup`, then `beforeAll` bindings, applying their patches.
+    pub fn run_global_hooks(&mut self, on_stderr: &mut dyn FnMut(&str)) -> Result<(), ModuleError> {
+        let Some(dir) = self.tree.global_hooks_dir.clone() else {
+            return Ok(());
+        };
+        let legacy_dir = dir.join(LegacyStage::OnKubeNodeChange.dir());
+        let mut hooks = Vec::new();
+        for found in discover_global_hooks(&dir).map_err(hook_err)? {
+            if found.path.starts_with(&legacy_dir) {
+                continue;
+            }
+            hooks.push(Hook::load(found, HookScope::Global, &self.run).map_err(hook_err)?);
+        }
+        for found in discover_legacy_hooks(&dir, LegacyStage::OnKubeNodeChange).map_err(hook_err)? {
+            hooks.push(Hook::legacy(
+                found,
+                HookScope::Global,
+                LegacyStage::OnKubeNodeChange,
+            ));
+        }
+        self.global_hooks = hooks;
+        for binding in [BindingType::OnStartup, BindingType::BeforeAll] {
+            let hooks: Vec<Hook> = sort_by_binding(&self.global_hooks, binding)
+                .into_iter()
+                .cloned()
+                .collect();
+            for hook in &hooks {
+                let snapshots = self.snapshots.for_hook(hook).map_err(|e| {
+                    ModuleError::Hook(format!("hook '{}': snapshots: {e}", hook.name))
+                })?;
+                let ctx = context_for(binding, hook, &snapshots);
+                let values = Value::Object(self.values.global.values_with_prefix());
+                let config_values = Value::Object(self.values.global.config_values_with_prefix());
+                let input = RunInput {
+                    binding,
+                    contexts: &ctx,
+                    values: &values,
+                    config_values: &config_values,
+                };
+                let out = hook.run(&input, &self.run, on_stderr).map_err(hook_err)?;
+                let wrap = |e: crate::values::ValuesError| {
+                    ModuleError::Hook(format!(
+                        "hook '{}' (binding {}): {e}",
+                        hook.name,
+                        binding.as_str()
+                    ))
+                };
+                let outcome = self
+                    .values
+                    .global
+                    .apply_hook_config_patch(&hook.name, &out.config_values_patch)
+                    .map_err(wrap)?;
+                self.enabled_ops.extend(outcome.enabled.operations);
+                let outcome = self
+                    .values
+                    .global
+                    .apply_hook_patch(&hook.name, &out.values_patch)
+                    .map_err(wrap)?;
+                self.enabled_ops.extend(outcome.enabled.operations);
+                if let Some(Value::Object(ret)) = out.return_values {
+                    self.legacy_returns.push(ret);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The enabled state of every module (see [`super::enabled`]), then
+    /// `global.enabledModules`.
+    pub fn compute_enabled(&mut self, on_stderr: &mut dyn FnMut(&str)) -> Result<(), ModuleError> {
+        let dir_values: Vec<Values> = self.dir_values.iter().flatten().cloned().collect();
+        let static_enabled =
+            static_enabled_modules(&dir_values).map_err(|e| ModuleError::global_values(&e))?;
+        let dynamic = dynamic_enabled(&self.enabled_ops);
+        let mut enabled_so_far: Vec<String> = Vec::new();
+        let modules = self.tree.modules.clone();
+        for m in &modules {
+            let inputs = EnabledInputs {
+                name: &m.name,
+                legacy: m.legacy,
+                static_enabled: &static_enabled,
+                dir_values: &dir_values,
+                dynamic: &dynamic,
+                config: self
+                    .config
+                    .kube
+                    .modules
+                    .get(&m.name)
+                    .and_then(|c| c.enabled),
+                disabled_by: self.config.disabled_by(&m.name),
+            };
+            let mut st = state_before_script(&inputs);
+            if st.enabled
+                && let Some(script) = &m.enabled_script
+            {
+                let (values, config_values) = if m.legacy {
+                    let v = self.legacy_module_values(m, on_stderr)?;
+                    (v, Values::new())
+                } else {
+                    let mut sorted = enabled_so_far.clone();
+                    sorted.sort();
+                    (
+                        self.values
+                            .enabled_script_values(&m.name, &sorted)
+                            .unwrap_or_default(),
+                        self.values
+                            .module_config_values(&m.name, true)
+                            .unwrap_or_default(),
+                    )
+                };
+                match run_enabled_script(
+                    script,
+                    &m.name,
+                    &values,
+                    &config_values,
+                    &self.run,
+                    on_stderr,
+                ) {
+                    Ok((on, reason)) => {
+                        st.enabled = on;
+                        st.reason = match reason {
+                            Some(r) => format!("enabled script: {on}: {r}"),
+                            None => format!("enabled script: {on}"),
+                        };
+                    }
+                    Err(e) => {
+                        st.enabled = false;
+                        st.reason = format!("enabled script failed: {e}");
+                        st.error = Some(format!("module '{}': enabled script: {e}", m.name));
+                    }
+                }
+            }
+            if st.enabled {
+                enabled_so_far.push(m.name.clone());
+            }
+            self.enabled.insert(m.name.clone(), st);
+        }
+        enabled_so_far.sort();
+        if !enabled_so_far.is_empty() {
+            let list = Value::Array(enabled_so_far.into_iter().map(Value::String).collect());
+            self.values
+                .global
+                .append_patch(&[PatchOp::add("/global/enabledModules", list)])
+                .map_err(|e| ModuleError::global_values(&e))?;
+        }
+        Ok(())
+    }
+
+    /// Names of the enabled modules, in module order.
+    pub fn enabled_modules(&self) -> Vec<&Module> {
+        self.tree
+            .modules
+            .iter()
+            .filter(|m| self.enabled.get(&m.name).is_some_and(|s| s.enabled))
+            .collect()
+    }
+
+    fn module(&self, name: &str) -> Result<&Module, ModuleError> {
+        self.tree
+            .get(name)
+            .ok_or_else(|| ModuleError::UnknownModule(name.to_string()))
+    }
+
+    /// A module's values (`antiopa module values`): addon-operator layout
+    /// `{…}` or with `with_global` `{global: …, <camelName>: …}`; original
+    /// layout: its flat map.
+    pub fn module_values(
+        &self,
+        name: &str,
+        with_global: bool,
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<Values, ModuleError> {
+        let m = self.module(name)?.clone();
+        if m.legacy {
+            return self.legacy_module_values(&m, on_stderr);
+        }
+        self.values
+            .module_values(name, with_global)
+            .ok_or_else(|| ModuleError::UnknownModule(name.to_string()))
+    }
+
+    /// The original layout's six sources (running `initial_values`) plus the
+    /// values its own hooks returned.
+    fn legacy_module_values(
+        &self,
+        m: &Module,
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<Values, ModuleError> {
+        let (config_values, config_module_values) = self.config.legacy_values(&m.name)?;
+        let src = LegacySources {
+            common: self.dir_values.get(m.dir_index).cloned().flatten(),
+            global_hook_returns: self.legacy_returns.clone(),
+            module: read_values_file(&m.path.join("values.yaml"))
+                .map_err(|e| ModuleError::values(&m.name, &e))?,
+            initial_values: self.initial_values(m, on_stderr)?,
+            config_values,
+            config_module_values,
+        };
+        let mut v = legacy_values(&src).map_err(|e| ModuleError::values(&m.name, &e))?;
+        for ret in self.legacy_hook_returns.get(&m.name).into_iter().flatten() {
+            merge_into(&mut v, ret).map_err(|e| ModuleError::values(&m.name, &e))?;
+        }
+        Ok(v)
+    }
+
+    /// The YAML an executable `initial_values` prints. Offline there is no
+    /// ConfigMap to remember it in; config values still win over it.
+    fn initial_values(
+        &self,
+        m: &Module,
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<Option<Values>, ModuleError> {
+        use std::os::unix::fs::PermissionsExt;
+        let script = m.path.join("initial_values");
+        let executable = std::fs::metadata(&script)
+            .is_ok_and(|md| md.is_file() && md.permissions().mode() & 0o111 != 0);
+        if !executable {
+            return Ok(None);
+        }
+        let mut cmd = Command::new(&script);
+        cmd.envs(self.run.env.iter().map(|(k, v)| (k, v)));
+        let prefix = format!("{}/initial_values", m.name);
+        let mut forward = |line: &str| on_stderr(&format!("{prefix}: {line}"));
+        let fail = |message: String| ModuleError::Values {
+            module: m.name.clone(),
+            message: format!("initial_values: {message}"),
+        };
+        let out = run_process(
+            cmd,
+            self.run.timeout,
+            self.run.max_output_bytes,
+            &mut forward,
+        )
+        .map_err(|e| fail(e.to_string()))?;
+        if !out.status.success() {
+            return Err(fail(out.status_text()));
+        }
+        if out.stdout.trim().is_empty() {
+            return Ok(None);
+        }
+        crate::values::convert::values_from_yaml(&out.stdout)
+            .map(Some)
+            .map_err(|e| fail(format!("bad YAML on stdout: {}", e.0)))
+    }
+
+    /// Loads a module's hooks and runs their `onStartup`, then `beforeHelm`
+    /// bindings, applying their values patches. The first failure stops the
+    /// module and names the hook and the binding.
+    pub fn run_module_hooks(
+        &mut self,
+        name: &str,
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<(), ModuleError> {
+        let m = self.module(name)?.clone();
+        let herr = |e: crate::hooks::HookError| ModuleError::Hook(format!("module '{name}': {e}"));
+        let scope = HookScope::Module {
+            module: m.name.clone(),
+            values_key: values_key(&m.name),
+        };
+        let mut hooks = Vec::new();
+        if m.legacy {
+            for found in discover_legacy_hooks(&m.path, LegacyStage::BeforeHelm).map_err(&herr)? {
+                hooks.push(Hook::legacy(found, scope.clone(), LegacyStage::BeforeHelm));
+            }
+        } else {
+            for found in discover_module_hooks(&m.path).map_err(&herr)? {
+                hooks.push(Hook::load(found, scope.clone(), &self.run).map_err(&herr)?);
+            }
+        }
+        for binding in [BindingType::OnStartup, BindingType::BeforeHelm] {
+            for hook in sort_by_binding(&hooks, binding) {
+                let snapshots = self.snapshots.for_hook(hook).map_err(|e| {
+                    ModuleError::Hook(format!(
+                        "module '{name}': hook '{}': snapshots: {e}",
+                        hook.name
+                    ))
+                })?;
+                let ctx = context_for(binding, hook, &snapshots);
+                let (values, config_values) = if m.legacy {
+                    (
+                        Value::Object(self.legacy_module_values(&m, on_stderr)?),
+                        Value::Object(Values::new()),
+                    )
+                } else {
+                    (
+                        Value::Object(self.values.module_values(name, true).unwrap_or_default()),
+                        Value::Object(
+                            self.values
+                                .module_config_values(name, true)
+                                .unwrap_or_default(),
+                        ),
+                    )
+                };
+                let input = RunInput {
+                    binding,
+                    contexts: &ctx,
+                    values: &values,
+                    config_values: &config_values,
+                };
+                let out = hook.run(&input, &self.run, on_stderr).map_err(&herr)?;
+                if m.legacy {
+                    if let Some(Value::Object(ret)) = out.return_values {
+                        self.legacy_hook_returns
+                            .entry(m.name.clone())
+                            .or_default()
+                            .push(ret);
+                    }
+                    continue;
+                }
+                let wrap = |e: crate::values::ValuesError| {
+                    ModuleError::Hook(format!(
+                        "module '{name}': hook '{}' (binding {}): {e}",
+                        hook.name,
+                        binding.as_str()
+                    ))
+                };
+                if let Some(store) = self.values.modules.get_mut(name) {
+                    store
+                        .apply_hook_config_patch(&hook.name, &out.config_values_patch)
+                        .map_err(wrap)?;
+                    store
+                        .apply_hook_patch(&hook.name, &out.values_patch)
+                        .map_err(wrap)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The values file given to Helm: `{global, <camelName>}` checked with
+    /// `x-required-for-helm`, or a legacy module's flat map.
+    pub fn helm_values(
+        &self,
+        name: &str,
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<Values, ModuleError> {
+        let m = self.module(name)?.clone();
+        if m.legacy {
+            return self.legacy_module_values(&m, on_stderr);
+        }
+        match self.values.helm_values(name) {
+            Some(r) => r.map_err(|e| ModuleError::values(name, &e)),
+            None => Err(ModuleError::UnknownModule(name.to_string())),
+        }
+    }
+}
+
+/// The binding context of a lifecycle run, offline (no snapshots).
+fn context_for(binding: BindingType, hook: &Hook, snapshots: &Snapshots) -> Vec<BindingContext> {
+    match binding {
+        BindingType::OnStartup => vec![BindingContext::on_startup()],
+        other => vec![BindingContext::lifecycle(other, &hook.config, snapshots)],
+    }
+}
