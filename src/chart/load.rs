@@ -354,11 +354,13 @@ fn go_ext(name: &str) -> &str {
 }
 
 fn load_yaml_doc(data: &[u8], what: &str, typed: bool) -> Result<Yaml, LoadError> {
-    let text = String::from_utf8_lossy(data);
+    // go-yaml rejects invalid UTF-8 before parsing.
+    let text =
+        crate::yaml::check_input(data).map_err(|e| invalid(format!("cannot load {what}: {e}")))?;
     let doc = if typed {
-        parse_yaml_typed(&text)
+        parse_yaml_typed(text)
     } else {
-        parse_yaml(&text)
+        parse_yaml(text)
     };
     doc.map_err(|e| invalid(format!("cannot load {what}: {e}")))
 }

@@ -274,18 +274,7 @@ impl<'a> Parser<'a> {
         if let Some(e) = err {
             return Err(e);
         }
-        // strconv.Atoi
-        v.parse::<i64>().map_err(|e| {
-            let why = if matches!(
-                e.kind(),
-                std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow
-            ) {
-                "value out of range"
-            } else {
-                "invalid syntax"
-            };
-            msg(format!("strconv.Atoi: parsing {}: {why}", q(&v)))
-        })
+        atoi(&v)
     }
 
     /// `listItem`: returns the (possibly updated) list and the error.
@@ -524,6 +513,208 @@ pub fn parse_into_file(
         .map_err(|e| e.text())
 }
 
+/// `literalParser` (`pkg/strvals/literal_parser.go`): `--set-literal`
+/// keeps everything after the first `=` as one string, with no `,`
+/// splitting, `{}` lists or `\` escapes; keys still nest with `.` and
+/// `[i]`.
+struct LiteralParser {
+    sc: Vec<char>,
+    pos: usize,
+}
+
+impl LiteralParser {
+    /// `runesUntilLiteral`: like `runesUntil` without escapes.
+    fn runes_until(&mut self, stop: &[char]) -> (String, Option<char>, Option<PErr>) {
+        let mut v = String::new();
+        loop {
+            match self.sc.get(self.pos).copied() {
+                None => return (v, None, Some(PErr::Eof)),
+                Some(r) => {
+                    self.pos += 1;
+                    if stop.contains(&r) {
+                        return (v, Some(r), None);
+                    }
+                    v.push(r);
+                }
+            }
+        }
+    }
+
+    fn parse(&mut self, data: &mut Mapping) -> Result<(), PErr> {
+        loop {
+            match self.key(data, 0) {
+                Ok(()) => continue,
+                Err(PErr::Eof) => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// `val`: the rest of the input, verbatim.
+    fn val(&mut self) -> String {
+        self.runes_until(&[]).0
+    }
+
+    fn key(&mut self, data: &mut Mapping, mut nested: usize) -> Result<(), PErr> {
+        let (k, last, err) = self.runes_until(&['=', '[', '.']);
+        if let Some(err) = err {
+            if k.is_empty() {
+                return Err(err);
+            }
+            return Err(msg(format!("key {} has no value", q(&k))));
+        }
+        match last {
+            Some('=') => {
+                let v = self.val();
+                set(data, &k, Yaml::Str(v));
+                Ok(())
+            }
+            Some('.') => {
+                nested += 1;
+                if nested > MAX_NESTED_NAME_LEVEL {
+                    return Err(msg(format!(
+                        "value name nested level is greater than maximum supported nested level of {MAX_NESTED_NAME_LEVEL}"
+                    )));
+                }
+                // Go type-asserts an existing entry (panicking, then
+                // recovered by key(), when it is not a map).
+                let mut inner = match data.get(&k) {
+                    None => Mapping::new(),
+                    Some(Yaml::Map(m)) => m.clone(),
+                    Some(other) => return Err(conversion_panic(other, "map[string]interface {}")),
+                };
+                let e = self.key(&mut inner, nested);
+                if e.is_ok() && inner.is_empty() {
+                    return Err(msg(format!("key map {} has no value", q(&k))));
+                }
+                if !inner.is_empty() {
+                    set(data, &k, Yaml::Map(inner));
+                }
+                e
+            }
+            _ => {
+                // '['
+                let i = self
+                    .key_index()
+                    .map_err(|e| msg(format!("error parsing index: {}", e.text())))?;
+                let list = match data.get(&k) {
+                    None => Vec::new(),
+                    Some(Yaml::Seq(l)) => l.clone(),
+                    Some(other) => return Err(conversion_panic(other, "[]interface {}")),
+                };
+                let (list, res) = self.list_item(list, i, nested);
+                set(data, &k, Yaml::Seq(list));
+                res
+            }
+        }
+    }
+
+    fn key_index(&mut self) -> Result<i64, PErr> {
+        let (v, _, err) = self.runes_until(&[']']);
+        if let Some(e) = err {
+            return Err(e);
+        }
+        atoi(&v)
+    }
+
+    fn list_item(
+        &mut self,
+        list: Vec<Yaml>,
+        i: i64,
+        nested: usize,
+    ) -> (Vec<Yaml>, Result<(), PErr>) {
+        if i < 0 {
+            return (list, Err(msg(format!("negative {i} index not allowed"))));
+        }
+        let (k, last, err) = self.runes_until(&['[', '.', '=']);
+        if !k.is_empty() {
+            let runes: Vec<String> = k.chars().map(|c| format!("'{c}'")).collect();
+            return (
+                list,
+                Err(msg(format!(
+                    "unexpected data at end of array index: [{}]",
+                    runes.join(" ")
+                ))),
+            );
+        }
+        if let Some(e) = err {
+            return (list, Err(e));
+        }
+        match last {
+            Some('=') => {
+                let v = self.val();
+                set_index(list, i, Yaml::Str(v))
+            }
+            Some('.') => {
+                let mut list = list;
+                let idx = usize::try_from(i).unwrap_or(usize::MAX);
+                let mut inner = match list.get(idx) {
+                    Some(Yaml::Map(m)) => m.clone(),
+                    Some(_) => {
+                        // Indices out of order: Go resets the slot to an
+                        // empty map.
+                        list[idx] = Yaml::Map(Mapping::new());
+                        Mapping::new()
+                    }
+                    None => Mapping::new(),
+                };
+                if let Err(e) = self.key(&mut inner, nested) {
+                    return (list, Err(e));
+                }
+                set_index(list, i, Yaml::Map(inner))
+            }
+            _ => {
+                // '['
+                let next_i = match self.key_index() {
+                    Ok(n) => n,
+                    Err(e) => {
+                        return (list, Err(msg(format!("error parsing index: {}", e.text()))));
+                    }
+                };
+                let idx = usize::try_from(i).unwrap_or(usize::MAX);
+                let crt = match list.get(idx) {
+                    None | Some(Yaml::Null) => Vec::new(),
+                    Some(Yaml::Seq(l)) => l.clone(),
+                    Some(other) => {
+                        let e = conversion_panic(other, "[]interface {}");
+                        return (list, Err(e));
+                    }
+                };
+                let (list2, r) = self.list_item(crt, next_i, nested);
+                if r.is_err() {
+                    return (list, r);
+                }
+                set_index(list, i, Yaml::Seq(list2))
+            }
+        }
+    }
+}
+
+/// `strconv.Atoi` with its error text.
+fn atoi(v: &str) -> Result<i64, PErr> {
+    v.parse::<i64>().map_err(|e| {
+        let why = if matches!(
+            e.kind(),
+            std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow
+        ) {
+            "value out of range"
+        } else {
+            "invalid syntax"
+        };
+        msg(format!("strconv.Atoi: parsing {}: {why}", q(v)))
+    })
+}
+
+/// `strvals.ParseLiteralInto`: a `--set-literal` expression into `dest`.
+pub fn parse_literal_into(s: &str, dest: &mut Mapping) -> Result<(), String> {
+    LiteralParser {
+        sc: s.chars().collect(),
+        pos: 0,
+    }
+    .parse(dest)
+    .map_err(|e| e.text())
+}
+
 /// `strvals.Parse`: a `--set` expression into a new map.
 pub fn parse(s: &str) -> Result<Mapping, String> {
     let mut m = Mapping::new();
@@ -545,6 +736,8 @@ pub struct ValueOptions {
     pub set_file: Vec<String>,
     /// `--set-json`.
     pub set_json: Vec<String>,
+    /// `--set-literal`.
+    pub set_literal: Vec<String>,
 }
 
 /// A values error; `Display` is Helm's message.
@@ -579,13 +772,16 @@ fn read_file(path: &str) -> Result<Vec<u8>, String> {
 
 impl ValueOptions {
     /// `Options.MergeValues`: `-f` files in order (merged with `mergeMaps`),
-    /// then `--set-json`, `--set`, `--set-string`, `--set-file`.
+    /// then `--set-json`, `--set`, `--set-string`, `--set-file`,
+    /// `--set-literal`.
     pub fn merge(&self) -> Result<Mapping, OptionsError> {
         let mut base = Mapping::new();
         for path in &self.values_files {
             let bytes = read_file(path).map_err(OptionsError)?;
-            let text = String::from_utf8_lossy(&bytes);
-            let doc = crate::chart::load::parse_yaml(&text)
+            // go-yaml rejects invalid UTF-8 before parsing.
+            let text = crate::yaml::check_input(&bytes)
+                .map_err(|e| OptionsError(format!("failed to parse {path}: {e}")))?;
+            let doc = crate::chart::load::parse_yaml(text)
                 .map_err(|e| OptionsError(format!("failed to parse {path}: {e}")))?;
             let current = match doc {
                 Yaml::Map(m) => m,
@@ -623,6 +819,10 @@ impl ValueOptions {
             };
             parse_into_file(v, &mut base, &reader)
                 .map_err(|e| OptionsError(format!("failed parsing --set-file data: {e}")))?;
+        }
+        for v in &self.set_literal {
+            parse_literal_into(v, &mut base)
+                .map_err(|e| OptionsError(format!("failed parsing --set-literal data: {e}")))?;
         }
         Ok(base)
     }
@@ -731,11 +931,13 @@ mod tests {
             set_string: vec!["s=2".into()],
             set_json: vec!["a={\"e\":5}".into()],
             set_file: vec![format!("f={}", f2.display())],
+            // --set-literal comes last and keeps `,` and `\` as they are.
+            set_literal: vec!["s=x,y\\z".into(), "k[1].m=1,2".into()],
         };
         let m = opts.merge().unwrap();
         assert_eq!(
             json(&m),
-            r#"{"a":{"d":4,"e":5},"f":"a:\n  c: 3\nl: [2]\n","l":[2],"s":"2"}"#
+            r#"{"a":{"d":4,"e":5},"f":"a:\n  c: 3\nl: [2]\n","k":[null,{"m":"1,2"}],"l":[2],"s":"x,y\\z"}"#
         );
         let missing = ValueOptions {
             values_files: vec!["/nonexistent.yaml".into()],

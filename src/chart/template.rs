@@ -204,6 +204,7 @@ pub fn run(
         render::render(&chart, &values, &release, &caps, &s.env).map_err(with_debug_hint)?;
     // NOTES.txt is rendered (its errors count) but never printed.
     files.retain(|k, _| !k.ends_with("NOTES.txt"));
+    check_utf8(&chart, &files)?;
     let sorted = manifest::sort_manifests(&files).map_err(with_debug_hint)?;
     for w in &sorted.warnings {
         let _ = writeln!(log, "manifest_sorter.go:190: {w}");
@@ -263,6 +264,36 @@ pub fn run(
 
 /// `Chart.CRDObjects`: `crds/` files with a manifest extension, the chart's
 /// own first, then each subchart's, named by chart path.
+/// Helm renders template bytes as they are and then fails in go-yaml's
+/// reader when a manifest holds invalid UTF-8; our engine works on text
+/// (invalid bytes become U+FFFD), so a rendered manifest whose template is
+/// not UTF-8 and whose output kept a replacement character gets go-yaml's
+/// error here, as Helm reports it.
+fn check_utf8(chart: &Chart, files: &BTreeMap<String, String>) -> Result<(), TemplateError> {
+    fn rec(c: &Chart, path: &str, out: &mut Vec<(String, String)>) {
+        for f in &c.templates {
+            if std::str::from_utf8(&f.data).is_err()
+                && let Err(e) = crate::yaml::check_input(&f.data)
+            {
+                out.push((format!("{path}/{}", f.name), e.to_string()));
+            }
+        }
+        for d in &c.dependencies {
+            rec(d, &format!("{path}/charts/{}", d.name()), out);
+        }
+    }
+    let mut bad = Vec::new();
+    rec(chart, chart.name(), &mut bad);
+    for (path, why) in bad {
+        if files.get(&path).is_some_and(|t| t.contains('\u{FFFD}')) {
+            return Err(with_debug_hint(format!(
+                "YAML parse error on {path}: {why}"
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn crd_objects(chart: &Chart) -> Vec<(String, String)> {
     fn rec(c: &Chart, path: &str, out: &mut Vec<(String, String)>) {
         for f in &c.crds {

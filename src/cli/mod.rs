@@ -67,6 +67,9 @@ struct TemplateArgs {
     /// Set JSON values (key=json).
     #[arg(long = "set-json")]
     set_json: Vec<String>,
+    /// Set a literal STRING value (no `,` splitting or escapes).
+    #[arg(long = "set-literal")]
+    set_literal: Vec<String>,
     /// Include CRDs in the output.
     #[arg(long = "include-crds")]
     include_crds: bool,
@@ -152,6 +155,7 @@ fn template_settings(a: TemplateArgs) -> Result<TemplateSettings, CliError> {
             set_string: a.set_string,
             set_file: a.set_file,
             set_json: a.set_json,
+            set_literal: a.set_literal,
         },
         include_crds: a.include_crds,
         skip_tests: a.skip_tests,
@@ -169,8 +173,47 @@ fn template_settings(a: TemplateArgs) -> Result<TemplateSettings, CliError> {
     })
 }
 
+/// Stack for the worker thread: deeply nested (hostile) templates and YAML
+/// recurse in the parsers, which stop at Go's depth limits; the main
+/// thread's default 8 MiB would overflow first. Only touched pages are
+/// actually allocated.
+const STACK_SIZE: usize = 1 << 30;
+
 /// Run the command line; returns the process exit code.
+///
+/// The work runs on a thread with a large stack, and a bug that still
+/// panics is reported as one `Error:` line (exit 1), never as Rust's panic
+/// message.
 pub fn main() -> i32 {
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let at = info
+            .location()
+            .map(|l| format!(" ({}:{})", l.file(), l.line()))
+            .unwrap_or_default();
+        let _ = writeln!(
+            std::io::stderr(),
+            "Error: internal error, please report it: {what}{at}"
+        );
+    }));
+    let worker = std::thread::Builder::new()
+        .name("antiopa".into())
+        .stack_size(STACK_SIZE)
+        .spawn(run_cli);
+    match worker.map(|h| h.join()) {
+        Ok(Ok(code)) => code,
+        // The panic hook has already printed the error.
+        Ok(Err(_)) => 1,
+        Err(e) => print_error(&format!("cannot start: {e}")),
+    }
+}
+
+fn run_cli() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
