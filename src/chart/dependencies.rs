@@ -3,19 +3,15 @@
 //! aliases (the subchart is copied under the alias name), tags and
 //! conditions (disabled subcharts are removed), and `import-values` (both
 //! the `exports.` string form and `{child, parent}` maps). Subcharts are
-//! matched to `dependencies:` entries by name and Masterminds/semver range,
-//! ported here (`IsCompatibleRange`) because Rust's `semver` crate has
-//! Cargo's range semantics, not Masterminds'.
-
-use std::sync::OnceLock;
-
-use regex::Regex;
+//! matched to `dependencies:` entries by name and Masterminds/semver range
+//! (`IsCompatibleRange`, through Sprig's port of Masterminds/semver: Rust's
+//! `semver` crate has Cargo's range semantics, not Masterminds').
 
 use crate::chart::coalesce::{
     self, M, V, ValuesError, Warn, coalesce_tables_full_key, from_m, new_m, to_m,
 };
 use crate::chart::load::set_full_paths;
-use crate::chart::metadata::{Version, go_quote};
+use crate::chart::metadata::go_quote;
 use crate::chart::types::{Chart, Dependency};
 use crate::yaml::{Mapping, Yaml};
 
@@ -312,252 +308,16 @@ fn child_parent(child: &str, parent: &str) -> Yaml {
 // ---- Masterminds/semver v3.3 constraints (`IsCompatibleRange`) ----
 
 /// `chartutil.IsCompatibleRange`: whether `ver` satisfies `constraint`.
+///
+/// Helm and Sprig both use Masterminds/semver v3, so this is Sprig's port.
 pub fn is_compatible_range(constraint: &str, ver: &str) -> bool {
+    use crate::engine::funcs::sprig::semver::{Constraints, Version};
     let Ok(v) = Version::parse(ver) else {
         return false;
     };
     match Constraints::parse(constraint) {
         Ok(c) => c.check(&v),
         Err(_) => false,
-    }
-}
-
-const OPS: &str = r"=||!=|>|<|>=|=>|<=|=<|~|~>|\^";
-const CV: &str = r"v?([0-9|x|X|\*]+)(\.[0-9|x|X|\*]+)?(\.[0-9|x|X|\*]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?";
-
-struct Res {
-    constraint: Regex,
-    range: Regex,
-    find: Regex,
-    valid: Regex,
-}
-
-fn res() -> &'static Res {
-    static R: OnceLock<Res> = OnceLock::new();
-    R.get_or_init(|| {
-        let mk = |s: String| Regex::new(&s).unwrap_or_else(|_| unreachable!("static regex"));
-        Res {
-            constraint: mk(format!(r"^\s*({OPS})\s*({CV})\s*$")),
-            range: mk(format!(r"\s*({CV})\s+-\s+({CV})\s*")),
-            find: mk(format!(r"({OPS})\s*({CV})")),
-            valid: mk(format!(
-                r"^(\s*({OPS})\s*({CV})\s*)((?:\s+|,\s*)({OPS})\s*({CV})\s*)*$"
-            )),
-        }
-    })
-}
-
-struct Constraint {
-    con: Version,
-    op: String,
-    dirty: bool,
-    minor_dirty: bool,
-    patch_dirty: bool,
-}
-
-struct Constraints(Vec<Vec<Constraint>>);
-
-fn is_x(s: &str) -> bool {
-    matches!(s, "x" | "*" | "X")
-}
-
-impl Constraints {
-    fn parse(c: &str) -> Result<Constraints, String> {
-        let r = res();
-        // rewriteRange: "a - b" → ">= a, <= b".
-        let mut c = c.to_string();
-        let ranges: Vec<(String, String, String)> = r
-            .range
-            .captures_iter(&c)
-            .map(|m| {
-                (
-                    m[0].to_string(),
-                    m.get(1).map_or("", |x| x.as_str()).to_string(),
-                    m.get(11).map_or("", |x| x.as_str()).to_string(),
-                )
-            })
-            .collect();
-        for (all, a, b) in ranges {
-            c = c.replacen(&all, &format!(">= {a}, <= {b} "), 1);
-        }
-        let mut out = Vec::new();
-        for v in c.split("||") {
-            if !r.valid.is_match(v) {
-                return Err(format!("improper constraint: {v}"));
-            }
-            let mut cs: Vec<String> = r
-                .find
-                .find_iter(v)
-                .map(|m| m.as_str().to_string())
-                .collect();
-            if cs.is_empty() {
-                cs.push(v.to_string());
-            }
-            let mut and = Vec::new();
-            for s in cs {
-                and.push(parse_constraint(&s)?);
-            }
-            out.push(and);
-        }
-        Ok(Constraints(out))
-    }
-
-    fn check(&self, v: &Version) -> bool {
-        self.0.iter().any(|and| and.iter().all(|c| c.check(v)))
-    }
-}
-
-fn parse_constraint(c: &str) -> Result<Constraint, String> {
-    if c.is_empty() {
-        return Ok(Constraint {
-            con: Version::parse("0.0.0")?,
-            op: String::new(),
-            dirty: true,
-            minor_dirty: false,
-            patch_dirty: false,
-        });
-    }
-    let m = res()
-        .constraint
-        .captures(c)
-        .ok_or_else(|| format!("improper constraint: {c}"))?;
-    let g = |i: usize| m.get(i).map_or("", |x| x.as_str());
-    let (mut dirty, mut minor_dirty, mut patch_dirty) = (false, false, false);
-    let ver = if is_x(g(3)) || g(3).is_empty() {
-        dirty = true;
-        format!("0.0.0{}", g(6))
-    } else if is_x(g(4).trim_start_matches('.')) || g(4).is_empty() {
-        minor_dirty = true;
-        dirty = true;
-        format!("{}.0.0{}", g(3), g(6))
-    } else if is_x(g(5).trim_start_matches('.')) || g(5).is_empty() {
-        dirty = true;
-        patch_dirty = true;
-        format!("{}{}.0{}", g(3), g(4), g(6))
-    } else {
-        g(2).to_string()
-    };
-    let con = Version::parse(&ver).map_err(|_| "constraint Parser Error".to_string())?;
-    Ok(Constraint {
-        con,
-        op: g(1).to_string(),
-        dirty,
-        minor_dirty,
-        patch_dirty,
-    })
-}
-
-impl Constraint {
-    fn check(&self, v: &Version) -> bool {
-        use std::cmp::Ordering::*;
-        let c = &self.con;
-        let pre_blocked = !v.pre.is_empty() && c.pre.is_empty();
-        match self.op.as_str() {
-            "" | "=" => {
-                if pre_blocked {
-                    return false;
-                }
-                if self.dirty {
-                    return self.tilde(v);
-                }
-                v.compare(c) == Equal
-            }
-            "!=" => self.not_equal(v),
-            ">" => {
-                if pre_blocked {
-                    return false;
-                }
-                if !self.dirty {
-                    return v.compare(c) == Greater;
-                }
-                if v.major > c.major {
-                    true
-                } else if v.major < c.major || self.minor_dirty {
-                    false
-                } else if self.patch_dirty {
-                    v.minor > c.minor
-                } else {
-                    v.compare(c) == Greater
-                }
-            }
-            "<" => !pre_blocked && v.compare(c) == Less,
-            ">=" | "=>" => !pre_blocked && v.compare(c) != Less,
-            "<=" | "=<" => {
-                if pre_blocked {
-                    return false;
-                }
-                if !self.dirty {
-                    return v.compare(c) != Greater;
-                }
-                !(v.major > c.major
-                    || (v.major == c.major && v.minor > c.minor && !self.minor_dirty))
-            }
-            "~" | "~>" => !pre_blocked && self.tilde(v),
-            "^" => !pre_blocked && self.caret(v),
-            _ => false,
-        }
-    }
-
-    fn tilde(&self, v: &Version) -> bool {
-        let c = &self.con;
-        if !v.pre.is_empty() && c.pre.is_empty() {
-            return false;
-        }
-        if v.compare(c) == std::cmp::Ordering::Less {
-            return false;
-        }
-        if c.major == 0 && c.minor == 0 && c.patch == 0 && !self.minor_dirty && !self.patch_dirty {
-            return true;
-        }
-        if v.major != c.major {
-            return false;
-        }
-        v.minor == c.minor || self.minor_dirty
-    }
-
-    fn caret(&self, v: &Version) -> bool {
-        let c = &self.con;
-        if v.compare(c) == std::cmp::Ordering::Less {
-            return false;
-        }
-        if c.major > 0 || self.minor_dirty {
-            return v.major == c.major;
-        }
-        if c.major == 0 && v.major > 0 {
-            return false;
-        }
-        if c.minor > 0 || self.patch_dirty {
-            return v.minor == c.minor;
-        }
-        if c.minor == 0 && v.minor > 0 {
-            return false;
-        }
-        c.patch == v.patch
-    }
-
-    fn not_equal(&self, v: &Version) -> bool {
-        let c = &self.con;
-        if self.dirty {
-            if !v.pre.is_empty() && c.pre.is_empty() {
-                return false;
-            }
-            if c.major != v.major {
-                return true;
-            }
-            if c.minor != v.minor && !self.minor_dirty {
-                return true;
-            } else if self.minor_dirty {
-                return false;
-            } else if c.patch != v.patch && !self.patch_dirty {
-                return true;
-            } else if self.patch_dirty {
-                if !v.pre.is_empty() || !c.pre.is_empty() {
-                    return v.pre != c.pre;
-                }
-                return false;
-            }
-        }
-        v.compare(c) != std::cmp::Ordering::Equal
     }
 }
 
