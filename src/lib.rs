@@ -7,10 +7,12 @@
 //! - [`values`]: addon-operator's module values: merge order, OpenAPI schemas, hook patches.
 //! - [`hooks`]: addon-operator hooks: discovery, `--config`, runs, binding contexts, outputs.
 //! - [`module`]: addon-operator modules offline: discovery, config, enabled state, render.
+//! - [`diff`]: rendered manifests compared object by object (`antiopa diff`); pure.
 //! - [`cli`]: the command line; each subcommand calls one library function.
 
 pub mod chart;
 pub mod cli;
+pub mod diff;
 pub mod engine;
 pub mod hooks;
 pub mod module;

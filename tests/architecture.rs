@@ -12,10 +12,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("values", &["yaml"]),
     (
         "cli",
-        &["engine", "yaml", "chart", "values", "hooks", "module"],
+        &[
+            "engine", "yaml", "chart", "values", "hooks", "module", "diff",
+        ],
     ),
     ("hooks", &["values", "yaml"]),
     ("module", &["chart", "values", "hooks", "yaml"]),
+    ("diff", &["yaml"]),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {

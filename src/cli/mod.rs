@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod diff;
 mod module;
 
 use crate::chart::strvals::ValueOptions;
@@ -41,6 +42,9 @@ enum Command {
     Hook(module::HookCommand),
     /// Render every enabled module offline (global and module hooks, values, charts).
     Render(module::RenderArgs),
+    /// Compare rendered manifests object by object: files, directories,
+    /// modules trees, or the modules tree at git revisions.
+    Diff(diff::DiffArgs),
 }
 
 /// `helm template` flags, with Helm's names and meanings.
@@ -222,7 +226,12 @@ fn run_cli() -> i32 {
                 let _ = e.print();
                 return 0;
             }
-            return print_error(&cobra_message(&e));
+            let code = print_error(&cobra_message(&e));
+            // `antiopa diff` exits 2 on errors, as `git diff` does.
+            if std::env::args_os().nth(1).is_some_and(|a| a == "diff") {
+                return 2;
+            }
+            return code;
         }
     };
     match cli.command {
@@ -230,6 +239,7 @@ fn run_cli() -> i32 {
         Command::Module(c) => module::run_module(c),
         Command::Hook(c) => module::run_hook(c),
         Command::Render(a) => module::run_render(a),
+        Command::Diff(a) => diff::run_diff(a),
     }
 }
 

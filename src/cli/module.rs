@@ -115,7 +115,7 @@ fn session(t: &TreeArgs) -> Result<Session, ModuleError> {
     Session::load(&settings(t)?, config, run_options())
 }
 
-fn run_options() -> RunOptions {
+pub(super) fn run_options() -> RunOptions {
     let mut o = RunOptions::default();
     if let Ok(d) = std::env::var("ADDON_OPERATOR_TMP_DIR")
         && !d.is_empty()

@@ -10,12 +10,15 @@
 //! - [`session`]: one run in addon-operator's start-up order.
 //! - [`render`]: `antiopa render`: each enabled module through the chart
 //!   pipeline (`helm template <module> <dir> --namespace NS --values …`).
+//! - [`tree_render`]: the sides `antiopa diff` compares: rendered files,
+//!   trees rendered whole, trees at a git revision.
 
 pub mod config;
 pub mod discovery;
 pub mod enabled;
 pub mod render;
 pub mod session;
+pub mod tree_render;
 
 pub use config::OfflineConfig;
 pub use discovery::{Module, ModulesSettings, ModulesTree, discover};
