@@ -334,3 +334,43 @@ fn git_revisions_of_the_modules_dir() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(stderr(&o), "Error: git: unknown revision 'nope'\n");
 }
+
+#[test]
+fn stdin_side_and_module_failures() {
+    let t = tempfile::tempdir().expect("tmp");
+    write(t.path(), "old.yaml", OLD_STREAM);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_antiopa"))
+        .args(["diff", "--exit-code", "old.yaml", "-"])
+        .current_dir(t.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin
+            .write_all(OLD_STREAM.replace("replicas: 1", "replicas: 4").as_bytes())
+            .expect("write stdin");
+    }
+    let o = child.wait_with_output().expect("wait");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).starts_with("~ apps/v1 Deployment default/web\n"),
+        "{}",
+        stdout(&o)
+    );
+
+    // A module that fails to render is an error, not a removal.
+    module_tree(&t.path().join("a"), 1, false);
+    module_tree(&t.path().join("b"), 1, false);
+    write(
+        &t.path().join("b"),
+        "modules/010-echo/templates/bad.yaml",
+        "{{ fail \"boom\" }}\n",
+    );
+    let o = diff(t.path(), &["a/modules", "b/modules"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert_eq!(o.stdout, b"");
+    insta::assert_snapshot!("module_render_error", stderr(&o));
+}

@@ -26,7 +26,7 @@ pub struct DiffArgs {
     /// `render --output-dir` / `helm template --output-dir` write) or modules
     /// directories (rendered first). With --git: two revisions, or one to
     /// compare with the working tree.
-    #[arg(value_name = "OLD NEW", required = true)]
+    #[arg(value_names = ["OLD", "NEW"], num_args = 0..=2)]
     sides: Vec<String>,
     /// Compare the modules directory at git revisions.
     #[arg(long)]
@@ -68,7 +68,9 @@ pub struct DiffArgs {
 pub enum InputKind {
     /// A directory with module sources is a modules tree, anything else rendered output.
     Auto,
+    /// Rendered manifests (a file, or YAML files under a directory).
     Rendered,
+    /// A modules directory, rendered first.
     Modules,
 }
 
@@ -109,7 +111,11 @@ fn diff(a: &DiffArgs) -> Result<bool, String> {
         let (rev1, rev2) = match a.sides.as_slice() {
             [r1] => (r1, None),
             [r1, r2] => (r1, Some(r2)),
-            _ => return Err("--git takes one or two revisions: REV1 [REV2]".into()),
+            _ => {
+                return Err(
+                    "\"antiopa diff --git\" requires 1 or 2 revisions (REV1 [REV2])".into(),
+                );
+            }
         };
         let mut base = env_settings;
         if let Some(d) = &a.modules_dir {
