@@ -157,14 +157,13 @@ pub(crate) fn parse_sources(sources: &[Source]) -> Result<Vec<Parsed>, DiffError
             // parser's "line N" the line in the file.
             let mut padded = "\n".repeat(raw.first_line);
             padded.push_str(raw.text);
-            let value = load(&padded, Numbers::Json).map_err(|e| DiffError {
+            // yaml.v2 types (ints stay ints, no float64 rounding of big
+            // numbers); the normal form's JSON step still prints `3.0` as
+            // `3`, as the API server would read it.
+            let value = load(&padded, Numbers::Yaml).map_err(|e| DiffError {
                 file: s.name.clone(),
                 document: i + 1,
-                message: e
-                    .0
-                    .strip_prefix("error converting YAML to JSON: ")
-                    .unwrap_or(&e.0)
-                    .to_string(),
+                message: e.0,
             })?;
             if value == Yaml::Null {
                 continue;
@@ -173,15 +172,32 @@ pub(crate) fn parse_sources(sources: &[Source]) -> Result<Vec<Parsed>, DiffError
                 Some(m) => format!("module {m}"),
                 None => s.origin.clone(),
             };
-            out.push(Parsed {
-                source: si,
-                index: i + 1,
-                origin,
-                value,
-            });
+            for value in expand_list(value) {
+                out.push(Parsed {
+                    source: si,
+                    index: i + 1,
+                    origin: origin.clone(),
+                    value,
+                });
+            }
         }
     }
     Ok(out)
+}
+
+/// A `kind: List` (or `*List`) document with `items` stands for its items,
+/// as kubectl applies them one by one.
+fn expand_list(value: Yaml) -> Vec<Yaml> {
+    let is_list = str_at(&value, &["kind"]).is_some_and(|k| k.ends_with("List"));
+    match value {
+        Yaml::Map(mut m) if is_list && matches!(m.get("items"), Some(Yaml::Seq(_))) => {
+            match m.remove("items") {
+                Some(Yaml::Seq(items)) => items,
+                _ => Vec::new(),
+            }
+        }
+        v => vec![v],
+    }
 }
 
 /// Kinds CRDs in `docs` declare cluster-scoped.

@@ -310,3 +310,37 @@ fn duplicate_keys_pair_by_origin_first() {
     assert_eq!(r.entries[0].change, Change::Removed);
     assert_eq!(r.entries[0].origin, "a");
 }
+
+#[test]
+fn list_documents_stand_for_their_items() {
+    let list = "\
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: a}
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: b}
+";
+    let single = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n";
+    let r = compare(&[src("m", single)], &[src("m", list)], &opts()).unwrap();
+    assert_eq!(r.unchanged, 1);
+    assert_eq!(r.entries.len(), 1);
+    assert_eq!(r.entries[0].key.to_string(), "v1 ConfigMap web/b");
+}
+
+#[test]
+fn big_integers_keep_their_digits() {
+    let a =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\nspec:\n  count: 9007199254740993\n";
+    let b = a.replace("993", "992");
+    let r = compare(&[src("m", a)], &[src("m", &b)], &opts()).unwrap();
+    assert_eq!(r.count(Change::Changed), 1);
+    assert!(
+        plain(&r).contains("-  count: 9007199254740993\n+  count: 9007199254740992\n"),
+        "{}",
+        plain(&r)
+    );
+}
