@@ -401,7 +401,7 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
         if i < end && b[i] == b'*' {
             i += 1;
             match args.get(argn) {
-                Some(Value::Int(n)) | Some(Value::I64(n)) => {
+                Some(Value::Int(n)) | Some(Value::I64(n)) if !too_large(*n) => {
                     if *n < 0 {
                         f.minus = true;
                         f.zero = false;
@@ -422,7 +422,7 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
             if i < end && b[i] == b'*' {
                 i += 1;
                 match args.get(argn) {
-                    Some(Value::Int(n)) | Some(Value::I64(n)) if *n >= 0 => {
+                    Some(Value::Int(n)) | Some(Value::I64(n)) if *n >= 0 && !too_large(*n) => {
                         f.prec = Some(*n as usize)
                     }
                     _ => out.push_str("%!(BADPREC)"),
@@ -518,11 +518,21 @@ fn arg_number(b: &[u8], i: usize, nargs: usize) -> (Option<usize>, usize, bool) 
     }
 }
 
+/// Go's `tooLarge`: fmt rejects widths and precisions beyond ±1e6.
+fn too_large(n: i64) -> bool {
+    !(-1_000_000..=1_000_000).contains(&n)
+}
+
+/// Go's `parsenum`: a number too large consumes the rest of the format
+/// (so the directive ends in `%!(NOVERB)`), as Go's does.
 fn parse_num(b: &[u8], mut i: usize) -> (Option<usize>, usize) {
     let start = i;
     let mut n: usize = 0;
     while i < b.len() && b[i].is_ascii_digit() {
-        n = n.saturating_mul(10).saturating_add((b[i] - b'0') as usize);
+        if n > 1_000_000 {
+            return (None, b.len());
+        }
+        n = n * 10 + (b[i] - b'0') as usize;
         i += 1;
     }
     if i == start { (None, i) } else { (Some(n), i) }
