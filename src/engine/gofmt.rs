@@ -900,6 +900,24 @@ mod printf_tests {
         );
     }
 
+    /// Go's `tooLarge` cap (1e6) on widths and precisions; expected texts
+    /// from helm v3.17.3 (`printf` in a template).
+    #[test]
+    fn printf_width_precision_cap() {
+        let five = [Value::Int(5)];
+        assert_eq!(sprintf("%9999999999d", &five), "%!(NOVERB)%!(EXTRA int=5)");
+        assert_eq!(sprintf("%.9999999999d", &five), "%!(NOVERB)%!(EXTRA int=5)");
+        assert_eq!(sprintf("%99999999d|", &five), "%!(NOVERB)%!(EXTRA int=5)");
+        let star = |n: i64| [Value::Int(n), Value::Int(5)];
+        assert_eq!(sprintf("%*d", &star(10_000_000)), "%!(BADWIDTH)5");
+        assert_eq!(sprintf("%*d", &star(-10_000_000)), "%!(BADWIDTH)5");
+        assert_eq!(sprintf("%.*d", &star(10_000_000)), "%!(BADPREC)5");
+        assert_eq!(sprintf("%*d", &star(1_000_000)).len(), 1_000_000);
+        assert_eq!(sprintf("%1000001d", &five).len(), 1_000_001);
+        assert_eq!(sprintf("%.1000001d", &five).len(), 1_000_001);
+        assert_eq!(sprintf("%[1]*d", &[Value::Int(2), Value::Int(5)]), " 5");
+    }
+
     #[test]
     fn quote_matches_go() {
         assert_eq!(quote("a\nb\"\\\u{1}é"), "\"a\\nb\\\"\\\\\\x01é\"");
