@@ -79,6 +79,9 @@ fn to_yaml_model(v: &Value, json_numbers: bool) -> Result<Yaml, MarshalError> {
         Value::Float(f) if json_numbers => float_to_yaml(*f)?,
         Value::Float(f) => Yaml::Float(*f),
         Value::Str(s) => Yaml::Str(s.to_string()),
+        // A Go string that is not UTF-8: encoding/json (toYaml's first
+        // step) turns each invalid byte into U+FFFD.
+        Value::BStr(b) => Yaml::Str(crate::engine::value::go_lossy(b).into_owned()),
         Value::Bytes(b) => Yaml::Str(base64::engine::general_purpose::STANDARD.encode(b)),
         Value::List(l) => Yaml::Seq(
             l.items
@@ -109,7 +112,13 @@ fn to_yaml_model(v: &Value, json_numbers: bool) -> Result<Yaml, MarshalError> {
                 .downcast_ref::<crate::chart::render::ChartObject>()
             {
                 Some(chart) => chart.to_yaml(),
-                None => return Err(MarshalError::UnsupportedType(o.type_name().to_string())),
+                // A `MarshalJSON` result (semver versions, `time.Time`): what
+                // the JSON round trip of toJson/toYaml sees; their
+                // `MarshalText`, which go-yaml v3 uses, gives the same text.
+                None => match o.json_value() {
+                    Some(v) => to_yaml_model(&v, json_numbers)?,
+                    None => return Err(MarshalError::UnsupportedType(o.type_name().to_string())),
+                },
             },
         },
     })

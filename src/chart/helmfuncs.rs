@@ -203,12 +203,29 @@ fn from_yaml_array(_: &Env, args: &[Value]) -> FuncResult {
 
 /// `toJson`: encoding/json.Marshal (HTML-escaped); "" on failure.
 fn to_json(_: &Env, args: &[Value]) -> FuncResult {
+    // encoding/json writes each invalid byte of a Go string that is not
+    // UTF-8 as `\ufffd`, which the YAML model cannot carry; the engine's
+    // encoder (the same encoding/json rules) can.
+    if let Some(v) = args.first().filter(|v| has_byte_string(v)) {
+        return Ok(Value::string(
+            crate::engine::funcs::sprig::json::to_json(v, true, "").unwrap_or_default(),
+        ));
+    }
     let y = args.first().map(value_to_yaml).unwrap_or(Ok(Yaml::Null));
     Ok(Value::string(
         y.ok()
             .and_then(|y| crate::yaml::to_json(&y).ok())
             .unwrap_or_default(),
     ))
+}
+
+fn has_byte_string(v: &Value) -> bool {
+    match v {
+        Value::BStr(_) => true,
+        Value::List(l) => l.items.iter().any(has_byte_string),
+        Value::Map(m) => m.borrow().values().any(has_byte_string),
+        _ => false,
+    }
 }
 
 /// `toToml`: BurntSushi/toml's encoder on the value itself (float64s stay

@@ -41,6 +41,11 @@ pub enum RenderError {
     /// `fail`/`required`, otherwise Go's `template: F:L:C: executing …`).
     #[error("{0}")]
     Exec(String),
+    /// A rendered manifest that is not UTF-8 (a Go byte string printed into
+    /// it): go-yaml's reader error, as Helm's manifest sorting reports it
+    /// (`YAML parse error on F: error converting YAML to JSON: yaml: …`).
+    #[error("{0}")]
+    NotUtf8(String),
 }
 
 /// One file to render: its text, the top-level data of its chart, and the
@@ -93,6 +98,7 @@ pub fn render_values(
     }
 
     let mut rendered = BTreeMap::new();
+    let mut not_utf8: Option<String> = None;
     for name in keys {
         if base_name(name).starts_with('_') {
             continue;
@@ -110,11 +116,48 @@ pub fn render_values(
             Value::Map(Rc::new(Map::new(MapKind::Values, t))),
         );
         let out = set
-            .execute(name, &Value::Map(r.vals.clone()), env)
+            .execute_bytes(name, &Value::Map(r.vals.clone()), env)
             .map_err(|e| RenderError::Exec(cleanup_exec_error(name, &e.to_string())))?;
-        rendered.insert(name.clone(), out.replace("<no value>", ""));
+        let out = bstr::ByteSlice::replace(&out[..], "<no value>", "");
+        let text = match String::from_utf8(out) {
+            Ok(s) => s,
+            Err(e) => {
+                // Helm keeps the bytes and fails once all files are rendered,
+                // when go-yaml reads the manifest (NOTES.txt is not parsed).
+                if not_utf8.is_none() && !name.ends_with("NOTES.txt") {
+                    not_utf8 = Some(format!(
+                        "YAML parse error on {name}: {}",
+                        yaml_reader_error(e.as_bytes())
+                    ));
+                }
+                crate::engine::value::go_lossy(e.as_bytes()).into_owned()
+            }
+        };
+        rendered.insert(name.clone(), text);
+    }
+    if let Some(e) = not_utf8 {
+        return Err(RenderError::NotUtf8(e));
     }
     Ok(rendered)
+}
+
+/// go-yaml's reader error for the first document of `bytes` that is not
+/// UTF-8, documents split and trimmed as `releaseutil.SplitManifests` does
+/// (so a cut character at the end of a document is "incomplete").
+fn yaml_reader_error(bytes: &[u8]) -> String {
+    use bstr::ByteSlice;
+    static SEP: std::sync::LazyLock<Option<regex::bytes::Regex>> =
+        std::sync::LazyLock::new(|| regex::bytes::Regex::new(r"(?-u)(?:^|\s*\n)---\s*").ok());
+    let docs: Vec<&[u8]> = match &*SEP {
+        Some(re) => re.split(bytes.trim()).map(|d| d.trim()).collect(),
+        None => vec![bytes.trim()],
+    };
+    docs.into_iter()
+        .find_map(|d| crate::yaml::check_input(d).err())
+        .map(|e| e.to_string())
+        .unwrap_or_else(|| {
+            "error converting YAML to JSON: yaml: invalid leading UTF-8 octet".into()
+        })
 }
 
 struct Shared {

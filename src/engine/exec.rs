@@ -71,15 +71,28 @@ impl Templates {
         self.trees.contains_key(name)
     }
 
-    /// Execute template `name` with `data` as dot and `$`.
+    /// Execute template `name` with `data` as dot and `$`. Go templates
+    /// write bytes: a byte string that is not UTF-8 ([`Value::BStr`]) puts
+    /// its invalid bytes into the output, and here each becomes U+FFFD
+    /// (see [`Templates::execute_bytes`] for the exact bytes).
     pub fn execute(&self, name: &str, data: &Value, env: &Env) -> Result<String, Error> {
+        let out = self.execute_bytes(name, data, env)?;
+        Ok(match String::from_utf8(out) {
+            Ok(s) => s,
+            Err(e) => super::value::go_lossy(e.as_bytes()).into_owned(),
+        })
+    }
+
+    /// [`Templates::execute`], returning the output bytes exactly as Go
+    /// writes them (not UTF-8 when a byte string was printed).
+    pub fn execute_bytes(&self, name: &str, data: &Value, env: &Env) -> Result<Vec<u8>, Error> {
         let ns = Ns {
             local: None,
             parent: None,
             base: self,
         };
         let included = RefCell::new(HashMap::new());
-        let mut out = String::new();
+        let mut out = Vec::new();
         exec_named(&ns, env, &included, name, data.clone(), 0, &mut out)?;
         Ok(out)
     }
@@ -134,7 +147,7 @@ fn exec_named(
     name: &str,
     data: Value,
     depth: usize,
-    out: &mut String,
+    out: &mut Vec<u8>,
 ) -> Result<(), Error> {
     let Some(tree) = ns.lookup(name) else {
         return Err(Error::other(format!(
@@ -153,7 +166,7 @@ fn exec_tree(
     tree: &Tree,
     data: Value,
     depth: usize,
-    out: &mut String,
+    out: &mut Vec<u8>,
 ) -> Result<(), Error> {
     let mut s = State {
         ns,
@@ -317,7 +330,7 @@ impl<'a, 't> State<'a, 't> {
         Err(self.err(format!("undefined variable: {name}")))
     }
 
-    fn walk_list(&mut self, dot: &V, list: &'t [Node], out: &mut String) -> R<()> {
+    fn walk_list(&mut self, dot: &V, list: &'t [Node], out: &mut Vec<u8>) -> R<()> {
         // Go's goroutine stacks grow on demand, so deep template recursion
         // (up to Helm's include limit or Go's maxExecDepth) works there;
         // grow ours the same way instead of overflowing.
@@ -329,10 +342,10 @@ impl<'a, 't> State<'a, 't> {
         })
     }
 
-    fn walk(&mut self, dot: &V, node: &'t Node, out: &mut String) -> R<()> {
+    fn walk(&mut self, dot: &V, node: &'t Node, out: &mut Vec<u8>) -> R<()> {
         self.at(Cur::Node(node));
         match node {
-            Node::Text(t) => out.push_str(t),
+            Node::Text(t) => out.extend_from_slice(t.as_bytes()),
             Node::Action(pipe) => {
                 // Variables declared here persist until the enclosing end.
                 let val = self.eval_pipeline(dot, pipe)?;
@@ -382,7 +395,7 @@ impl<'a, 't> State<'a, 't> {
         node: &'t Node,
         b: &'t Branch,
         with: bool,
-        out: &mut String,
+        out: &mut Vec<u8>,
     ) -> R<()> {
         let mark = self.vars.len();
         let r = (|| {
@@ -404,7 +417,7 @@ impl<'a, 't> State<'a, 't> {
         r
     }
 
-    fn walk_range(&mut self, dot: &V, node: &'t Node, r: &'t Branch, out: &mut String) -> R<()> {
+    fn walk_range(&mut self, dot: &V, node: &'t Node, r: &'t Branch, out: &mut Vec<u8>) -> R<()> {
         self.at(Cur::Node(node));
         let outer = self.vars.len();
         let res = self.walk_range_inner(dot, node, r, out);
@@ -420,14 +433,14 @@ impl<'a, 't> State<'a, 't> {
         dot: &V,
         _node: &'t Node,
         r: &'t Branch,
-        out: &mut String,
+        out: &mut Vec<u8>,
     ) -> R<()> {
         // Named map and slice types (Helm's `Files`, `VersionSet`) range
         // like their underlying map or slice, as Go's reflection sees them.
         let val = self.eval_pipeline(dot, &r.pipe)?.underlying();
         let mark = self.vars.len();
         let ndecl = r.pipe.decl.len();
-        let iteration = |s: &mut Self, index: Value, elem: V, out: &mut String| -> R<()> {
+        let iteration = |s: &mut Self, index: Value, elem: V, out: &mut Vec<u8>| -> R<()> {
             if ndecl > 0 && mark > 0 {
                 s.vars[mark - 1].1 = elem.clone();
             }
@@ -567,7 +580,7 @@ impl<'a, 't> State<'a, 't> {
             Arg::Dot(_) => Ok(dot.clone()),
             Arg::Nil(_) => Err(self.err("nil is not a command".into())),
             Arg::Number(_, n) => self.ideal_constant(n).map(V::val),
-            Arg::Str { text, .. } => Ok(V::val(Value::Str(text.clone()))),
+            Arg::Str { text, quoted, .. } => Ok(V::val(string_constant(text, quoted))),
             _ => Err(self.err(format!(
                 "can't evaluate command {}",
                 gofmt::quote(&first.to_string())
@@ -829,7 +842,7 @@ impl<'a, 't> State<'a, 't> {
             }
             *c += 1;
         }
-        let mut buf = String::new();
+        let mut buf = Vec::new();
         let r = exec_named(
             self.ns,
             self.env,
@@ -843,7 +856,7 @@ impl<'a, 't> State<'a, 't> {
             *c = c.saturating_sub(1);
         }
         match r {
-            Ok(()) => Ok(Value::string(buf)),
+            Ok(()) => Ok(Value::from_go_bytes(buf)),
             Err(e) => Err(wrap_inner(e, "")),
         }
     }
@@ -887,7 +900,7 @@ impl<'a, 't> State<'a, 't> {
             parent: Some(self.ns),
             base: self.ns.base,
         };
-        let mut buf = String::new();
+        let mut buf = Vec::new();
         let r = exec_tree(
             &ns,
             self.env,
@@ -898,7 +911,7 @@ impl<'a, 't> State<'a, 't> {
             &mut buf,
         );
         match r {
-            Ok(()) => Ok(Value::string(buf.replace("<no value>", ""))),
+            Ok(()) => Ok(Value::from_go_bytes(strip_no_value(buf))),
             Err(e) => {
                 let prefix = format!(
                     "error during tpl function execution for {}: ",
@@ -976,10 +989,14 @@ impl<'a, 't> State<'a, 't> {
                 Arg::Str { text, .. } => Ok(Value::Str(text.clone())),
                 _ => Err(self.err(format!("expected string; found {n}"))),
             },
+            Param::RawStr => match n {
+                Arg::Str { text, quoted, .. } => Ok(string_constant(text, quoted)),
+                _ => Err(self.err(format!("expected string; found {n}"))),
+            },
             Param::Any => match n {
                 Arg::Bool(_, b) => Ok(Value::Bool(*b)),
                 Arg::Number(_, num) => self.ideal_constant(num),
-                Arg::Str { text, .. } => Ok(Value::Str(text.clone())),
+                Arg::Str { text, quoted, .. } => Ok(string_constant(text, quoted)),
                 _ => Err(self.err(format!(
                     "can't handle assignment of {n} to empty interface argument"
                 ))),
@@ -1009,7 +1026,14 @@ impl<'a, 't> State<'a, 't> {
         }
         let ok = match p {
             Param::Any => true,
-            Param::Str => matches!(value.v, Value::Str(_)),
+            Param::Str => match &value.v {
+                Value::Str(_) => true,
+                Value::BStr(b) => {
+                    return Ok(Value::string(super::value::go_lossy(b).into_owned()));
+                }
+                _ => false,
+            },
+            Param::RawStr => value.v.is_string(),
             Param::Int => matches!(value.v, Value::Int(_)),
             Param::Int64 => matches!(value.v, Value::I64(_)),
             Param::Float => matches!(value.v, Value::Float(_)),
@@ -1044,16 +1068,180 @@ fn can_be_nil(p: Param) -> bool {
     matches!(p, Param::Any | Param::Map | Param::List)
 }
 
+/// A string constant's value. The parser keeps text valid UTF-8 (a `\x`
+/// or octal escape of a byte >= 0x80 becomes U+FFFD); Go's constant holds
+/// that byte, so such a constant is decoded again from its quoted form
+/// into a byte string.
+fn string_constant(text: &Rc<str>, quoted: &str) -> Value {
+    if !text.contains('\u{FFFD}') || !quoted.starts_with('"') {
+        return Value::Str(text.clone());
+    }
+    match unquote_bytes(quoted) {
+        Some(b) => Value::from_go_bytes(b),
+        None => Value::Str(text.clone()),
+    }
+}
+
+/// Go's `strconv.Unquote` of a double-quoted literal, as bytes.
+fn unquote_bytes(quoted: &str) -> Option<Vec<u8>> {
+    let body = quoted.strip_prefix('"')?.strip_suffix('"')?;
+    let mut out = Vec::with_capacity(body.len());
+    let mut chars = body.chars();
+    let mut buf = [0u8; 4];
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            continue;
+        }
+        let e = chars.next()?;
+        let simple = match e {
+            'a' => Some('\u{7}'),
+            'b' => Some('\u{8}'),
+            'f' => Some('\u{c}'),
+            'n' => Some('\n'),
+            'r' => Some('\r'),
+            't' => Some('\t'),
+            'v' => Some('\u{b}'),
+            '\\' | '"' => Some(e),
+            _ => None,
+        };
+        if let Some(s) = simple {
+            out.extend_from_slice(s.encode_utf8(&mut buf).as_bytes());
+            continue;
+        }
+        let rest = chars.as_str();
+        match e {
+            'x' | 'u' | 'U' => {
+                let n = match e {
+                    'x' => 2,
+                    'u' => 4,
+                    _ => 8,
+                };
+                let v = u32::from_str_radix(rest.get(..n)?, 16).ok()?;
+                if e == 'x' {
+                    out.push(v as u8);
+                } else {
+                    out.extend_from_slice(char::from_u32(v)?.encode_utf8(&mut buf).as_bytes());
+                }
+                chars = rest.get(n..)?.chars();
+            }
+            '0'..='7' => {
+                let digits = format!("{e}{}", rest.get(..2)?);
+                out.push(u8::try_from(u32::from_str_radix(&digits, 8).ok()?).ok()?);
+                chars = rest.get(2..)?.chars();
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
 /// Go's `truth` / `isTrue`.
 pub fn truth(v: &Value) -> bool {
     v.truthy()
 }
 
 /// Go's `printValue`: the untyped nil prints `<no value>`.
-fn print_value(v: &Value, out: &mut String) {
+fn print_value(v: &Value, out: &mut Vec<u8>) {
     match v {
-        Value::Nil => out.push_str("<no value>"),
-        Value::Str(s) => out.push_str(s),
+        Value::Nil => out.extend_from_slice(b"<no value>"),
+        Value::Str(s) => out.extend_from_slice(s.as_bytes()),
         other => gofmt::fmt_v(other, out),
+    }
+}
+
+/// Helm's `strings.ReplaceAll(out, "<no value>", "")` on output bytes.
+fn strip_no_value(buf: Vec<u8>) -> Vec<u8> {
+    const NV: &[u8] = b"<no value>";
+    if !buf.windows(NV.len()).any(|w| w == NV) {
+        return buf;
+    }
+    let mut out = Vec::with_capacity(buf.len());
+    let mut i = 0;
+    while i < buf.len() {
+        if buf[i..].starts_with(NV) {
+            i += NV.len();
+        } else {
+            out.push(buf[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod byte_string_tests {
+    //! Go strings are bytes; expected values from helm v3.17.3 (compat case
+    //! 187-byte-strings and throw-away charts).
+    use super::*;
+
+    fn render(src: &str) -> Vec<u8> {
+        let mut t = Templates::new(Rc::new(FuncMap::standard()));
+        t.parse("t", src).expect("parses");
+        t.execute_bytes("t", &Value::Nil, &Env::new())
+            .expect("executes")
+    }
+
+    #[test]
+    fn cuts_and_decoding_keep_raw_bytes() {
+        assert_eq!(render(r#"{{ trunc 2 "héllo" }}"#), b"h\xc3");
+        assert_eq!(render(r#"{{ trunc 2 "héllo" | len }}"#), b"2");
+        assert_eq!(render(r#"{{ substr 0 3 "héllo" | len }}"#), b"3");
+        assert_eq!(render(r#"{{ b64dec "/w==" | len }}"#), b"1");
+        assert_eq!(render(r#"{{ b64dec "/w==" }}"#), b"\xff");
+        assert_eq!(render(r#"{{ "\xc3" | len }}"#), b"1");
+        assert_eq!(render(r#"{{ trunc 2 "héllo" | typeOf }}"#), b"string");
+    }
+
+    #[test]
+    fn byte_oriented_functions_pass_bytes_on() {
+        assert_eq!(render(r#"{{ trunc 2 "héllo" | b64enc }}"#), b"aMM=");
+        assert_eq!(
+            render(r#"{{ cat (trunc 2 "héllo") "x" | b64enc }}"#),
+            b"aMMgeA=="
+        );
+        assert_eq!(
+            render(r#"{{ trunc 2 "héllo" | replace "h" "x" | b64enc }}"#),
+            b"eMM="
+        );
+        assert_eq!(
+            render(r#"{{ include "x" . | len }}{{ define "x" }}{{ trunc 2 "héllo" }}{{ end }}"#),
+            b"2"
+        );
+        assert_eq!(
+            render(r#"{{ list (trunc 2 "héllo") "é" | join "|" | len }}"#),
+            b"5"
+        );
+        assert_eq!(
+            render(r#"{{ trunc 2 "héllo" | sha256sum }}"#),
+            b"54b7f95d210c7c7ec7ae11d3e17ca07ea77083a6999e1037c0717d0ec25587f8"
+        );
+    }
+
+    #[test]
+    fn rune_decoding_sees_replacement_characters() {
+        // strings.ToUpper decodes runes: the cut byte becomes U+FFFD.
+        assert_eq!(
+            render(r#"{{ trunc 2 "héllo" | upper | b64enc }}"#),
+            b"SO+/vQ=="
+        );
+        assert_eq!(render(r#"{{ trunc 2 "héllo" | toJson }}"#), br#""h\ufffd""#);
+    }
+
+    #[test]
+    fn printing_and_comparing_bytes() {
+        assert_eq!(
+            render(r#"{{ printf "%q" (trunc 2 "héllo") }}"#),
+            br#""h\xc3""#
+        );
+        assert_eq!(render(r#"{{ trunc 2 "héllo" | quote }}"#), br#""h\xc3""#);
+        assert_eq!(render(r#"{{ printf "%x" (trunc 2 "héllo") }}"#), b"68c3");
+        assert_eq!(
+            render(r#"{{ printf "%q" "\ufffd" }}"#),
+            "\"\u{FFFD}\"".as_bytes()
+        );
+        assert_eq!(render(r#"{{ eq (trunc 2 "héllo") "h\xc3" }}"#), b"true");
+        assert_eq!(render(r#"{{ lt "h" (trunc 2 "héllo") }}"#), b"true");
+        assert_eq!(render(r#"{{ index (trunc 2 "héllo") 1 }}"#), b"195");
     }
 }

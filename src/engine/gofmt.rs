@@ -5,31 +5,64 @@
 //! b:2]`, `[a b]`, `<nil>`, and float64 as `strconv.FormatFloat(f, 'g', -1,
 //! 64)` (`1e+06`, `1.5`, `1e-05`), which no Rust formatter produces.
 
-use super::value::Value;
+use super::value::{Value, go_lossy};
+
+/// Where Go's `fmt` writes. Go strings are bytes, so a byte string
+/// ([`Value::BStr`]) prints its raw bytes into a `Vec<u8>` (Go's own output
+/// buffer); into a `String` its invalid bytes become U+FFFD, for callers
+/// that need text.
+pub trait Sink {
+    fn push_str(&mut self, s: &str);
+    fn push(&mut self, c: char);
+    fn push_bytes(&mut self, b: &[u8]);
+}
+
+impl Sink for String {
+    fn push_str(&mut self, s: &str) {
+        String::push_str(self, s);
+    }
+    fn push(&mut self, c: char) {
+        String::push(self, c);
+    }
+    fn push_bytes(&mut self, b: &[u8]) {
+        String::push_str(self, &go_lossy(b));
+    }
+}
+
+impl Sink for Vec<u8> {
+    fn push_str(&mut self, s: &str) {
+        self.extend_from_slice(s.as_bytes());
+    }
+    fn push(&mut self, c: char) {
+        let mut b = [0; 4];
+        self.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
+    }
+    fn push_bytes(&mut self, b: &[u8]) {
+        self.extend_from_slice(b);
+    }
+}
 
 /// Append Go's `%v` rendering of `v` to `out`.
-pub fn fmt_v(v: &Value, out: &mut String) {
+pub fn fmt_v<S: Sink + ?Sized>(v: &Value, out: &mut S) {
     match v {
         Value::Nil => out.push_str("<nil>"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Int(i) | Value::I64(i) => {
-            use std::fmt::Write;
-            let _ = write!(out, "{i}");
+        Value::Int(i) | Value::I64(i) => out.push_str(&i.to_string()),
+        Value::U64(u) => out.push_str(&u.to_string()),
+        Value::Float(f) => {
+            let mut s = String::new();
+            format_float(*f, 'g', -1, &mut s);
+            out.push_str(&s);
         }
-        Value::U64(u) => {
-            use std::fmt::Write;
-            let _ = write!(out, "{u}");
-        }
-        Value::Float(f) => format_float(*f, 'g', -1, out),
         Value::Str(s) => out.push_str(s),
+        Value::BStr(b) => out.push_bytes(b),
         Value::Bytes(b) => {
             out.push('[');
             for (i, byte) in b.iter().enumerate() {
                 if i > 0 {
                     out.push(' ');
                 }
-                use std::fmt::Write;
-                let _ = write!(out, "{byte}");
+                out.push_str(&byte.to_string());
             }
             out.push(']');
         }
@@ -55,7 +88,11 @@ pub fn fmt_v(v: &Value, out: &mut String) {
             }
             out.push(']');
         }
-        Value::Object(o) => o.fmt_v(out),
+        Value::Object(o) => {
+            let mut s = String::new();
+            o.fmt_v(&mut s);
+            out.push_str(&s);
+        }
     }
 }
 
@@ -130,6 +167,84 @@ pub fn format_float(f: f64, fmt: char, prec: i32, out: &mut String) {
             }
         }
     }
+}
+
+/// A finite float64's mantissa and binary exponent as Go's `genericFtoa`
+/// takes them apart (implicit top bit added, bias removed).
+fn float_parts(f: f64) -> (bool, u64, i32) {
+    let bits = f.to_bits();
+    let neg = bits >> 63 != 0;
+    let mut exp = ((bits >> 52) & 0x7ff) as i32;
+    let mut mant = bits & ((1u64 << 52) - 1);
+    if exp == 0 {
+        exp += 1;
+    } else {
+        mant |= 1u64 << 52;
+    }
+    (neg, mant, exp - 1023)
+}
+
+/// `strconv.FormatFloat(f, 'b', -1, 64)`: `mantissa p exponent`.
+fn format_float_bin(f: f64, out: &mut String) {
+    let (neg, mant, exp) = float_parts(f);
+    if neg {
+        out.push('-');
+    }
+    let exp = exp - 52;
+    out.push_str(&format!("{mant}p{}{exp}", if exp >= 0 { "+" } else { "" }));
+}
+
+/// Go's `fmtX`: `strconv.FormatFloat(f, 'x', prec, 64)` (`0x1.cp+01`).
+fn format_float_hex(f: f64, prec: i32, out: &mut String) {
+    let (neg, mut mant, mut exp) = float_parts(f);
+    if mant == 0 {
+        exp = 0;
+    }
+    mant <<= 60 - 52;
+    while mant != 0 && mant & (1 << 60) == 0 {
+        mant <<= 1;
+        exp -= 1;
+    }
+    if (0..15).contains(&prec) {
+        let shift = (prec * 4) as u32;
+        let extra = (mant << shift) & ((1 << 60) - 1);
+        mant >>= 60 - shift;
+        if extra | (mant & 1) > 1 << 59 {
+            mant += 1;
+        }
+        mant <<= 60 - shift;
+        if mant & (1 << 61) != 0 {
+            mant >>= 1;
+            exp += 1;
+        }
+    }
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    if neg {
+        out.push('-');
+    }
+    out.push_str("0x");
+    out.push(if (mant >> 60) & 1 == 1 { '1' } else { '0' });
+    mant <<= 4;
+    if prec < 0 && mant != 0 {
+        out.push('.');
+        while mant != 0 {
+            out.push(HEX[((mant >> 60) & 15) as usize] as char);
+            mant <<= 4;
+        }
+    } else if prec > 0 {
+        out.push('.');
+        for _ in 0..prec {
+            out.push(HEX[((mant >> 60) & 15) as usize] as char);
+            mant <<= 4;
+        }
+    }
+    out.push('p');
+    out.push(if exp < 0 { '-' } else { '+' });
+    let e = exp.unsigned_abs();
+    if e < 10 {
+        out.push('0');
+    }
+    out.push_str(&e.to_string());
 }
 
 /// Digits (without leading zeros; "0" for zero) and decimal point position.
@@ -262,9 +377,20 @@ mod tests {
 
 /// Go's `strconv.Quote`: a double-quoted Go string literal.
 pub fn quote(s: &str) -> String {
+    quote_bytes(s.as_bytes())
+}
+
+/// Go's `strconv.Quote` of a byte string: invalid UTF-8 bytes are written
+/// as `\xNN`.
+pub fn quote_bytes(s: &[u8]) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
-    quote_into(s, '"', &mut out);
+    for chunk in s.utf8_chunks() {
+        quote_into(chunk.valid(), '"', &mut out);
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
     out.push('"');
     out
 }
@@ -284,7 +410,6 @@ fn quote_into(s: &str, q: char, out: &mut String) {
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
             '\u{b}' => out.push_str("\\v"),
-            '\u{FFFD}' => out.push_str("\\ufffd"),
             c if is_print(c) => out.push(c),
             c if (c as u32) < 0x20 || c as u32 == 0x7f => {
                 let _ = write!(out, "\\x{:02x}", c as u32);
@@ -297,6 +422,27 @@ fn quote_into(s: &str, q: char, out: &mut String) {
             }
         }
     }
+}
+
+/// Go's `strconv.QuoteToASCII` (`%+q`): non-ASCII characters escaped too.
+fn quote_ascii(s: &[u8]) -> String {
+    let mut out = String::from('"');
+    for chunk in s.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c.is_ascii() {
+                quote_into(c.encode_utf8(&mut [0; 4]), '"', &mut out);
+            } else if (c as u32) < 0x10000 {
+                out.push_str(&format!("\\u{:04x}", c as u32));
+            } else {
+                out.push_str(&format!("\\U{:08x}", c as u32));
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// An approximation of Go's `unicode.IsPrint` (letters, marks, numbers,
@@ -317,26 +463,48 @@ pub fn is_print(c: char) -> bool {
 /// Go's `fmt.Sprint`: spaces between operands when neither is a string.
 pub fn sprint(args: &[Value]) -> String {
     let mut out = String::new();
+    sprint_to(args, &mut out);
+    out
+}
+
+/// [`sprint`] as a Go string value (byte strings keep their bytes).
+pub fn sprint_value(args: &[Value]) -> Value {
+    let mut out = Vec::new();
+    sprint_to(args, &mut out);
+    Value::from_go_bytes(out)
+}
+
+fn sprint_to<S: Sink + ?Sized>(args: &[Value], out: &mut S) {
     for (i, a) in args.iter().enumerate() {
-        if i > 0 && !matches!(a, Value::Str(_)) && !matches!(args[i - 1], Value::Str(_)) {
+        if i > 0 && !a.is_string() && !args[i - 1].is_string() {
             out.push(' ');
         }
-        fmt_v(a, &mut out);
+        fmt_v(a, out);
     }
-    out
 }
 
 /// Go's `fmt.Sprintln`: always spaces, then a newline.
 pub fn sprintln(args: &[Value]) -> String {
     let mut out = String::new();
+    sprintln_to(args, &mut out);
+    out
+}
+
+/// [`sprintln`] as a Go string value.
+pub fn sprintln_value(args: &[Value]) -> Value {
+    let mut out = Vec::new();
+    sprintln_to(args, &mut out);
+    Value::from_go_bytes(out)
+}
+
+fn sprintln_to<S: Sink + ?Sized>(args: &[Value], out: &mut S) {
     for (i, a) in args.iter().enumerate() {
         if i > 0 {
             out.push(' ');
         }
-        fmt_v(a, &mut out);
+        fmt_v(a, out);
     }
     out.push('\n');
-    out
 }
 
 #[derive(Default, Clone, Copy)]
@@ -344,6 +512,8 @@ struct Flags {
     plus: bool,
     minus: bool,
     sharp: bool,
+    /// `%#v` (Go's `sharpV`): Go-syntax form; `sharp` itself is then off.
+    sharp_v: bool,
     space: bool,
     zero: bool,
     wid: Option<usize>,
@@ -355,6 +525,18 @@ struct Flags {
 /// `%!s(MISSING)`, `%!(EXTRA …)`, `%!(NOVERB)`).
 pub fn sprintf(format: &str, args: &[Value]) -> String {
     let mut out = String::with_capacity(format.len() + 16);
+    sprintf_to(format, args, &mut out);
+    out
+}
+
+/// [`sprintf`] as a Go string value (byte strings keep their bytes).
+pub fn sprintf_value(format: &str, args: &[Value]) -> Value {
+    let mut out = Vec::with_capacity(format.len() + 16);
+    sprintf_to(format, args, &mut out);
+    Value::from_go_bytes(out)
+}
+
+fn sprintf_to<S: Sink + ?Sized>(format: &str, args: &[Value], out: &mut S) {
     let b = format.as_bytes();
     let mut argn = 0;
     let mut i = 0;
@@ -401,7 +583,7 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
         if i < end && b[i] == b'*' {
             i += 1;
             match args.get(argn) {
-                Some(Value::Int(n)) | Some(Value::I64(n)) => {
+                Some(Value::Int(n)) | Some(Value::I64(n)) if !too_large(*n) => {
                     if *n < 0 {
                         f.minus = true;
                         f.zero = false;
@@ -422,7 +604,7 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
             if i < end && b[i] == b'*' {
                 i += 1;
                 match args.get(argn) {
-                    Some(Value::Int(n)) | Some(Value::I64(n)) if *n >= 0 => {
+                    Some(Value::Int(n)) | Some(Value::I64(n)) if *n >= 0 && !too_large(*n) => {
                         f.prec = Some(*n as usize)
                     }
                     _ => out.push_str("%!(BADPREC)"),
@@ -477,8 +659,10 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
                 let mut f = f;
                 if verb == 'v' {
                     f.plus = false;
+                    f.sharp_v = f.sharp;
+                    f.sharp = false;
                 }
-                print_arg(a, verb, f, &mut out);
+                print_arg(a, verb, f, out);
             }
         }
     }
@@ -493,12 +677,11 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
             } else {
                 out.push_str(a.type_name());
                 out.push('=');
-                fmt_v(a, &mut out);
+                fmt_v(a, out);
             }
         }
         out.push(')');
     }
-    out
 }
 
 /// Go's `argNumber`: `[n]` at `i` selects argument n (1-based). Returns
@@ -518,17 +701,27 @@ fn arg_number(b: &[u8], i: usize, nargs: usize) -> (Option<usize>, usize, bool) 
     }
 }
 
+/// Go's `tooLarge`: fmt rejects widths and precisions beyond ±1e6.
+fn too_large(n: i64) -> bool {
+    !(-1_000_000..=1_000_000).contains(&n)
+}
+
+/// Go's `parsenum`: a number too large consumes the rest of the format
+/// (so the directive ends in `%!(NOVERB)`), as Go's does.
 fn parse_num(b: &[u8], mut i: usize) -> (Option<usize>, usize) {
     let start = i;
     let mut n: usize = 0;
     while i < b.len() && b[i].is_ascii_digit() {
-        n = n.saturating_mul(10).saturating_add((b[i] - b'0') as usize);
+        if n > 1_000_000 {
+            return (None, b.len());
+        }
+        n = n * 10 + (b[i] - b'0') as usize;
         i += 1;
     }
     if i == start { (None, i) } else { (Some(n), i) }
 }
 
-fn bad_verb(v: &Value, verb: char, out: &mut String) {
+fn bad_verb<S: Sink + ?Sized>(v: &Value, verb: char, out: &mut S) {
     out.push_str("%!");
     out.push(verb);
     out.push('(');
@@ -543,27 +736,50 @@ fn bad_verb(v: &Value, verb: char, out: &mut String) {
 }
 
 /// Go's `fmt.pad`: width counted in runes.
-fn pad(s: &str, f: Flags, out: &mut String) {
-    let n = s.chars().count();
+fn pad<S: Sink + ?Sized>(s: &str, f: Flags, out: &mut S) {
+    pad_bytes(s.as_bytes(), f, out);
+}
+
+/// [`pad`] for a byte string: each invalid byte counts as one rune, as in
+/// Go's `utf8.RuneCount`.
+fn pad_bytes<S: Sink + ?Sized>(s: &[u8], f: Flags, out: &mut S) {
+    let n = rune_starts(s).count();
     let w = f.wid.unwrap_or(0);
     if n >= w {
-        out.push_str(s);
+        out.push_bytes(s);
         return;
     }
     let fill = w - n;
+    let fill_with = |c: u8, out: &mut S| out.push_str(&String::from(c as char).repeat(fill));
     if f.minus {
-        out.push_str(s);
-        out.extend(std::iter::repeat_n(' ', fill));
+        out.push_bytes(s);
+        fill_with(b' ', out);
     } else if f.zero {
-        out.extend(std::iter::repeat_n('0', fill));
-        out.push_str(s);
+        fill_with(b'0', out);
+        out.push_bytes(s);
     } else {
-        out.extend(std::iter::repeat_n(' ', fill));
-        out.push_str(s);
+        fill_with(b' ', out);
+        out.push_bytes(s);
     }
 }
 
-fn print_arg(a: &Value, verb: char, f: Flags, out: &mut String) {
+/// The byte offsets where Go's rune decoding starts a rune: every
+/// character of the valid parts and every invalid byte.
+fn rune_starts(s: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    let mut pos = 0;
+    s.utf8_chunks().flat_map(move |chunk| {
+        let base = pos;
+        let valid = chunk.valid();
+        pos += valid.len() + chunk.invalid().len();
+        let inv = base + valid.len();
+        valid
+            .char_indices()
+            .map(move |(i, _)| base + i)
+            .chain((0..chunk.invalid().len()).map(move |k| inv + k))
+    })
+}
+
+fn print_arg<S: Sink + ?Sized>(a: &Value, verb: char, f: Flags, out: &mut S) {
     if verb == 'T' {
         pad(if a.is_nil() { "<nil>" } else { a.type_name() }, f, out);
         return;
@@ -580,10 +796,10 @@ fn print_arg(a: &Value, verb: char, f: Flags, out: &mut String) {
         Value::Int(i) | Value::I64(i) => fmt_integer(i.unsigned_abs(), *i < 0, a, verb, f, out),
         Value::U64(u) => fmt_integer(*u, false, a, verb, f, out),
         Value::Float(x) => fmt_float_verb(*x, a, verb, f, out),
-        Value::Str(s) => fmt_string(s, a, verb, f, out),
+        Value::Str(s) => fmt_string(s.as_bytes(), a, verb, f, out),
+        Value::BStr(s) => fmt_string(s, a, verb, f, out),
         Value::Bytes(bytes) => match verb {
-            's' => fmt_string(&String::from_utf8_lossy(bytes), a, 's', f, out),
-            'q' | 'x' | 'X' => fmt_string(&String::from_utf8_lossy(bytes), a, verb, f, out),
+            's' | 'q' | 'x' | 'X' => fmt_string(bytes, a, verb, f, out),
             _ => {
                 out.push('[');
                 for (k, byte) in bytes.iter().enumerate() {
@@ -596,7 +812,7 @@ fn print_arg(a: &Value, verb: char, f: Flags, out: &mut String) {
             }
         },
         Value::List(l) => {
-            if f.sharp && verb == 'v' {
+            if f.sharp_v && verb == 'v' {
                 let mut s = String::new();
                 fmt_v(a, &mut s);
                 pad(&s, f, out);
@@ -617,7 +833,7 @@ fn print_arg(a: &Value, verb: char, f: Flags, out: &mut String) {
                 if k > 0 {
                     out.push(' ');
                 }
-                fmt_string(key, &Value::Str(key.clone()), verb, f, out);
+                fmt_string(key.as_bytes(), &Value::Str(key.clone()), verb, f, out);
                 out.push(':');
                 print_arg(item, verb, f, out);
             }
@@ -639,26 +855,37 @@ fn print_arg(a: &Value, verb: char, f: Flags, out: &mut String) {
     }
 }
 
-fn fmt_string(s: &str, a: &Value, verb: char, f: Flags, out: &mut String) {
-    let s: &str = match f.prec {
-        Some(p) if matches!(verb, 'v' | 's' | 'q' | 'x' | 'X') => match s.char_indices().nth(p) {
-            Some((idx, _)) => &s[..idx],
+/// Go's `fmtS`/`fmtQ`/`fmtSbx` over a string's bytes (a `[]byte` prints
+/// the same way for these verbs).
+fn fmt_string<S: Sink + ?Sized>(s: &[u8], a: &Value, verb: char, f: Flags, out: &mut S) {
+    // Go's `truncate`: the precision counts runes (an invalid byte is one).
+    let s: &[u8] = match f.prec {
+        Some(p) if matches!(verb, 'v' | 's' | 'q' | 'x' | 'X') => match rune_starts(s).nth(p) {
+            Some(idx) => &s[..idx],
             None => s,
         },
         _ => s,
     };
     match verb {
-        'v' | 's' => pad(s, f, out),
+        // %#v of a string is its Go literal.
+        'v' if f.sharp_v => pad(&quote_bytes(s), f, out),
+        'v' | 's' => pad_bytes(s, f, out),
+        'q' if f.plus => pad(&quote_ascii(s), f, out),
         'q' => {
-            if f.sharp && !s.contains('`') && s.chars().all(|c| c == '\t' || is_print(c)) {
-                pad(&format!("`{s}`"), f, out);
-            } else {
-                pad(&quote(s), f, out);
+            // strconv.CanBackquote fails on invalid UTF-8.
+            let back = std::str::from_utf8(s).ok().filter(|t| {
+                f.sharp
+                    && !t.contains(['`', '\u{feff}'])
+                    && t.chars().all(|c| c == '\t' || is_print(c))
+            });
+            match back {
+                Some(t) => pad(&format!("`{t}`"), f, out),
+                None => pad(&quote_bytes(s), f, out),
             }
         }
         'x' | 'X' => {
             let mut h = String::new();
-            for (k, byte) in s.bytes().enumerate() {
+            for (k, byte) in s.iter().enumerate() {
                 if f.space && k > 0 {
                     h.push(' ');
                 }
@@ -678,7 +905,14 @@ fn fmt_string(s: &str, a: &Value, verb: char, f: Flags, out: &mut String) {
 }
 
 /// Go's `fmtInteger`.
-fn fmt_integer(mag: u64, neg: bool, a: &Value, verb: char, f: Flags, out: &mut String) {
+fn fmt_integer<S: Sink + ?Sized>(
+    mag: u64,
+    neg: bool,
+    a: &Value,
+    verb: char,
+    f: Flags,
+    out: &mut S,
+) {
     let (base, upper) = match verb {
         'v' | 'd' => (10, false),
         'b' => (2, false),
@@ -732,8 +966,8 @@ fn fmt_integer(mag: u64, neg: bool, a: &Value, verb: char, f: Flags, out: &mut S
         if p == 0 && mag == 0 {
             digits.clear();
         }
-        while digits.len() < p {
-            digits.insert(0, '0');
+        if digits.len() < p {
+            digits = "0".repeat(p - digits.len()) + &digits;
         }
     }
     let mut prefix = String::new();
@@ -757,17 +991,17 @@ fn fmt_integer(mag: u64, neg: bool, a: &Value, verb: char, f: Flags, out: &mut S
         prefix.push_str("0o");
     }
     // Zero padding goes between the sign and the digits.
-    if let Some(w) = f.wid.filter(|_| f.zero && !f.minus && f.prec.is_none()) {
-        while prefix.len() + digits.len() < w {
-            digits.insert(0, '0');
-        }
+    if let Some(w) = f.wid.filter(|_| f.zero && !f.minus && f.prec.is_none())
+        && prefix.len() + digits.len() < w
+    {
+        digits = "0".repeat(w - prefix.len() - digits.len()) + &digits;
     }
     let s = prefix + &digits;
     pad(&s, Flags { zero: false, ..f }, out);
 }
 
 /// Go's `fmtFloat` for `%v %e %E %f %F %g %G`.
-fn fmt_float_verb(x: f64, a: &Value, verb: char, f: Flags, out: &mut String) {
+fn fmt_float_verb<S: Sink + ?Sized>(x: f64, a: &Value, verb: char, f: Flags, out: &mut S) {
     let (fmtc, prec, upper) = match verb {
         'v' => ('g', f.prec.map(|p| p as i32).unwrap_or(-1), false),
         'g' => ('g', f.prec.map(|p| p as i32).unwrap_or(-1), false),
@@ -775,13 +1009,19 @@ fn fmt_float_verb(x: f64, a: &Value, verb: char, f: Flags, out: &mut String) {
         'e' => ('e', f.prec.map(|p| p as i32).unwrap_or(6), false),
         'E' => ('e', f.prec.map(|p| p as i32).unwrap_or(6), true),
         'f' | 'F' => ('f', f.prec.map(|p| p as i32).unwrap_or(6), false),
+        'x' | 'X' => ('x', f.prec.map(|p| p as i32).unwrap_or(-1), verb == 'X'),
+        'b' => ('b', -1, false),
         _ => {
             bad_verb(a, verb, out);
             return;
         }
     };
     let mut s = String::new();
-    format_float(x, fmtc, prec, &mut s);
+    match fmtc {
+        'x' if x.is_finite() => format_float_hex(x, prec, &mut s),
+        'b' if x.is_finite() => format_float_bin(x, &mut s),
+        _ => format_float(x, fmtc, prec, &mut s),
+    }
     if upper {
         s = s.to_uppercase();
     }
@@ -817,10 +1057,10 @@ fn fmt_float_verb(x: f64, a: &Value, verb: char, f: Flags, out: &mut String) {
         None => ("", s.clone()),
     };
     let mut digits = digits;
-    if let Some(w) = f.wid.filter(|_| f.zero && !f.minus) {
-        while sign.len() + digits.len() < w {
-            digits.insert(0, '0');
-        }
+    if let Some(w) = f.wid.filter(|_| f.zero && !f.minus)
+        && sign.len() + digits.len() < w
+    {
+        digits = "0".repeat(w - sign.len() - digits.len()) + &digits;
     }
     pad(&format!("{sign}{digits}"), Flags { zero: false, ..f }, out);
 }
@@ -888,6 +1128,24 @@ mod printf_tests {
             p("%d", &[Value::list(vec![Value::Int(1), Value::Int(2)])]),
             "[1 2]"
         );
+    }
+
+    /// Go's `tooLarge` cap (1e6) on widths and precisions; expected texts
+    /// from helm v3.17.3 (`printf` in a template).
+    #[test]
+    fn printf_width_precision_cap() {
+        let five = [Value::Int(5)];
+        assert_eq!(sprintf("%9999999999d", &five), "%!(NOVERB)%!(EXTRA int=5)");
+        assert_eq!(sprintf("%.9999999999d", &five), "%!(NOVERB)%!(EXTRA int=5)");
+        assert_eq!(sprintf("%99999999d|", &five), "%!(NOVERB)%!(EXTRA int=5)");
+        let star = |n: i64| [Value::Int(n), Value::Int(5)];
+        assert_eq!(sprintf("%*d", &star(10_000_000)), "%!(BADWIDTH)5");
+        assert_eq!(sprintf("%*d", &star(-10_000_000)), "%!(BADWIDTH)5");
+        assert_eq!(sprintf("%.*d", &star(10_000_000)), "%!(BADPREC)5");
+        assert_eq!(sprintf("%*d", &star(1_000_000)).len(), 1_000_000);
+        assert_eq!(sprintf("%1000001d", &five).len(), 1_000_001);
+        assert_eq!(sprintf("%.1000001d", &five).len(), 1_000_001);
+        assert_eq!(sprintf("%[1]*d", &[Value::Int(2), Value::Int(5)]), " 5");
     }
 
     #[test]

@@ -39,6 +39,14 @@ pub enum Value {
     /// Go `float64`: every number that comes from a YAML or JSON file.
     Float(f64),
     Str(Rc<str>),
+    /// A Go `string` whose bytes are not valid UTF-8 (Go strings are byte
+    /// strings): what `trunc`/`substr` give when they cut a character in
+    /// half, or `b64dec` of binary data. It is a `string` everywhere
+    /// (`typeOf`, `eq`, `len` in bytes, printing the raw bytes); functions
+    /// that decode runes see each invalid byte as U+FFFD, as Go's do. Never
+    /// holds valid UTF-8: build it with [`Value::from_go_bytes`], which
+    /// gives a `Str` when the bytes are valid.
+    BStr(Rc<[u8]>),
     /// Go `[]byte` (`.Files.GetBytes`, some crypto results).
     Bytes(Rc<[u8]>),
     List(Rc<List>),
@@ -204,6 +212,7 @@ impl Value {
             Value::U64(u) => *u != 0,
             Value::Float(f) => *f != 0.0,
             Value::Str(s) => !s.is_empty(),
+            Value::BStr(_) => true,
             Value::Bytes(b) => !b.is_empty(),
             Value::List(l) => !l.items.is_empty(),
             Value::Map(m) => !m.is_empty(),
@@ -220,7 +229,7 @@ impl Value {
             Value::I64(_) => "int64",
             Value::U64(_) => "uint64",
             Value::Float(_) => "float64",
-            Value::Str(_) => "string",
+            Value::Str(_) | Value::BStr(_) => "string",
             Value::Bytes(_) | Value::List(_) => "slice",
             Value::Map(_) => "map",
             Value::Object(o) => o.kind_name(),
@@ -236,7 +245,7 @@ impl Value {
             Value::I64(_) => "int64",
             Value::U64(_) => "uint64",
             Value::Float(_) => "float64",
-            Value::Str(_) => "string",
+            Value::Str(_) | Value::BStr(_) => "string",
             Value::Bytes(_) => "[]uint8",
             Value::List(l) => match l.kind {
                 ListKind::Any => "[]interface {}",
@@ -268,6 +277,49 @@ impl Value {
         }
     }
 
+    /// A Go `string` made of `bytes`: `Str` when they are UTF-8, else
+    /// `BStr` (Go's `string(b)`).
+    pub fn from_go_bytes(bytes: Vec<u8>) -> Value {
+        match String::from_utf8(bytes) {
+            Ok(s) => Value::string(s),
+            Err(e) => Value::BStr(Rc::from(e.into_bytes())),
+        }
+    }
+
+    /// The bytes of a Go string (`Str` or `BStr`); `None` for other values.
+    pub fn go_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Value::Str(s) => Some(s.as_bytes()),
+            Value::BStr(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// Whether this is a Go `string` (`Str` or `BStr`).
+    pub fn is_string(&self) -> bool {
+        matches!(self, Value::Str(_) | Value::BStr(_))
+    }
+}
+
+/// A Go string's bytes as Rust text, each invalid byte becoming U+FFFD: what
+/// Go's rune decoding (`for range s`, `utf8.DecodeRune`, `strings.Map`,
+/// `encoding/json`) sees. Unlike `String::from_utf8_lossy`, which replaces a
+/// truncated sequence as a whole, Go replaces every byte of it.
+pub fn go_lossy(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    if let Ok(s) = std::str::from_utf8(bytes) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(bytes.len() + 8);
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for _ in chunk.invalid() {
+            out.push(char::REPLACEMENT_CHARACTER);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+impl Value {
     /// Deep copy (Sprig's `deepCopy`, Helm's values coalescing): new maps
     /// that no longer alias the original.
     pub fn deep_copy(&self) -> Value {
@@ -311,5 +363,32 @@ impl fmt::Debug for Value {
         let mut s = String::new();
         crate::engine::gofmt::fmt_v(self, &mut s);
         write!(f, "{}({s})", self.type_name())
+    }
+}
+
+#[cfg(test)]
+mod go_string_tests {
+    use super::*;
+
+    #[test]
+    fn go_lossy_replaces_every_invalid_byte() {
+        // Go's DecodeRune consumes one byte per error, so a truncated
+        // three-byte sequence gives two U+FFFD (Rust's lossy gives one).
+        assert_eq!(go_lossy(b"a\xe2\x82b"), "a\u{FFFD}\u{FFFD}b");
+        assert_eq!(go_lossy(b"h\xc3"), "h\u{FFFD}");
+        assert_eq!(go_lossy("é".as_bytes()), "é");
+    }
+
+    #[test]
+    fn from_go_bytes_keeps_text_as_str() {
+        assert!(matches!(
+            Value::from_go_bytes(b"ok".to_vec()),
+            Value::Str(_)
+        ));
+        let b = Value::from_go_bytes(b"\xff".to_vec());
+        assert!(matches!(b, Value::BStr(_)));
+        assert_eq!(b.type_name(), "string");
+        assert_eq!(b.go_bytes(), Some(&b"\xff"[..]));
+        assert!(b.truthy());
     }
 }

@@ -148,7 +148,7 @@ fn not(_: &Env, a: &[Value]) -> FuncResult {
 fn length(_: &Env, a: &[Value]) -> FuncResult {
     let n = match &a[0].underlying() {
         Value::Str(s) => s.len(),
-        Value::Bytes(b) => b.len(),
+        Value::BStr(b) | Value::Bytes(b) => b.len(),
         Value::List(l) => l.items.len(),
         Value::Map(m) => m.len(),
         Value::Nil => return Err("len of nil pointer".into()),
@@ -198,7 +198,7 @@ fn index(_: &Env, a: &[Value]) -> FuncResult {
                     None => return Err(format!("index out of range: {x}")),
                 }
             }
-            Value::Bytes(b) => {
+            Value::BStr(b) | Value::Bytes(b) => {
                 let x = index_arg(idx, b.len())?;
                 match b.get(x) {
                     Some(b) => Value::U64(*b as u64).to_uint8(),
@@ -252,11 +252,11 @@ fn slice(_: &Env, a: &[Value]) -> FuncResult {
         return Err(format!("too many slice indexes: {}", idxs.len()));
     }
     let len = match item {
-        Value::Str(s) => {
+        Value::Str(_) | Value::BStr(_) => {
             if idxs.len() == 3 {
                 return Err("cannot 3-index slice a string".into());
             }
-            s.len()
+            item.go_bytes().map_or(0, <[u8]>::len)
         }
         Value::List(l) => l.items.len(),
         Value::Bytes(b) => b.len(),
@@ -273,12 +273,9 @@ fn slice(_: &Env, a: &[Value]) -> FuncResult {
         return Err(format!("invalid slice index: {} > {}", idx[1], idx[2]));
     }
     Ok(match item {
-        Value::Str(s) => match s.get(idx[0]..idx[1]) {
-            Some(sub) => Value::str(sub),
-            None => {
-                Value::string(String::from_utf8_lossy(&s.as_bytes()[idx[0]..idx[1]]).into_owned())
-            }
-        },
+        Value::Str(_) | Value::BStr(_) => {
+            Value::from_go_bytes(item.go_bytes().unwrap_or_default()[idx[0]..idx[1]].to_vec())
+        }
         Value::List(l) => Value::List(std::rc::Rc::new(crate::engine::List {
             kind: l.kind,
             items: l.items[idx[0]..idx[1]].to_vec(),
@@ -289,23 +286,22 @@ fn slice(_: &Env, a: &[Value]) -> FuncResult {
 }
 
 fn print(_: &Env, a: &[Value]) -> FuncResult {
-    Ok(Value::string(gofmt::sprint(a)))
+    Ok(gofmt::sprint_value(a))
 }
 fn println(_: &Env, a: &[Value]) -> FuncResult {
-    Ok(Value::string(gofmt::sprintln(a)))
+    Ok(gofmt::sprintln_value(a))
 }
 fn printf(_: &Env, a: &[Value]) -> FuncResult {
-    Ok(Value::string(gofmt::sprintf(
-        a[0].as_str().unwrap_or(""),
-        &a[1..],
-    )))
+    Ok(gofmt::sprintf_value(a[0].as_str().unwrap_or(""), &a[1..]))
 }
 
 /// Go's `evalArgs`: one string argument as is, else `fmt.Sprint` with
-/// untyped nils printed as `<no value>`.
-fn eval_args(a: &[Value]) -> String {
-    if let [Value::Str(s)] = a {
-        return s.to_string();
+/// untyped nils printed as `<no value>`. Bytes, as Go's escapers take them.
+fn eval_args(a: &[Value]) -> Vec<u8> {
+    if let [v] = a
+        && let Some(b) = v.go_bytes()
+    {
+        return b.to_vec();
     }
     let mapped: Vec<Value> = a
         .iter()
@@ -317,29 +313,52 @@ fn eval_args(a: &[Value]) -> String {
             }
         })
         .collect();
-    gofmt::sprint(&mapped)
+    match gofmt::sprint_value(&mapped) {
+        Value::Str(s) => s.as_bytes().to_vec(),
+        other => other.go_bytes().unwrap_or_default().to_vec(),
+    }
 }
 
+/// Go's `HTMLEscape`: byte by byte, so invalid UTF-8 passes through.
 fn html(_: &Env, a: &[Value]) -> FuncResult {
     let s = eval_args(a);
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '\0' => out.push('\u{FFFD}'),
-            '"' => out.push_str("&#34;"),
-            '\'' => out.push_str("&#39;"),
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
+    let mut out = Vec::with_capacity(s.len());
+    for b in s {
+        match b {
+            b'\0' => out.extend_from_slice("\u{FFFD}".as_bytes()),
+            b'"' => out.extend_from_slice(b"&#34;"),
+            b'\'' => out.extend_from_slice(b"&#39;"),
+            b'&' => out.extend_from_slice(b"&amp;"),
+            b'<' => out.extend_from_slice(b"&lt;"),
+            b'>' => out.extend_from_slice(b"&gt;"),
+            b => out.push(b),
         }
     }
-    Ok(Value::string(out))
+    Ok(Value::from_go_bytes(out))
 }
 
+/// Go's `JSEscape`. An invalid byte decodes as U+FFFD, which is printable,
+/// so Go copies the byte through.
 fn js(_: &Env, a: &[Value]) -> FuncResult {
     let s = eval_args(a);
     let mut out = String::with_capacity(s.len());
+    let mut raw: Vec<u8> = Vec::new();
+    for chunk in s.utf8_chunks() {
+        js_escape_into(chunk.valid(), &mut out);
+        if !chunk.invalid().is_empty() {
+            raw.extend_from_slice(out.as_bytes());
+            raw.extend_from_slice(chunk.invalid());
+            out.clear();
+        }
+    }
+    if raw.is_empty() {
+        return Ok(Value::string(out));
+    }
+    raw.extend_from_slice(out.as_bytes());
+    Ok(Value::from_go_bytes(raw))
+}
+
+fn js_escape_into(s: &str, out: &mut String) {
     for c in s.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
@@ -355,13 +374,12 @@ fn js(_: &Env, a: &[Value]) -> FuncResult {
             c => out.push_str(&format!("\\u{:04X}", c as u32)),
         }
     }
-    Ok(Value::string(out))
 }
 
 fn urlquery(_: &Env, a: &[Value]) -> FuncResult {
     let s = eval_args(a);
     let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
+    for b in s {
         match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
                 out.push(b as char)
@@ -398,7 +416,7 @@ fn basic_kind(v: &Value) -> Kind {
         Value::Int(_) | Value::I64(_) => Kind::Int,
         Value::U64(_) => Kind::Uint,
         Value::Float(_) => Kind::Float,
-        Value::Str(_) => Kind::Str,
+        Value::Str(_) | Value::BStr(_) => Kind::Str,
         _ => Kind::Invalid,
     }
 }
@@ -449,7 +467,7 @@ fn eq_impl(a1: &Value, rest: &[Value]) -> Result<bool, String> {
                 Kind::Bool => matches!((a1, a), (Value::Bool(x), Value::Bool(y)) if x == y),
                 Kind::Float => float_of(a1) == float_of(a),
                 Kind::Int => int_of(a1) == int_of(a),
-                Kind::Str => a1.as_str() == a.as_str(),
+                Kind::Str => a1.go_bytes() == a.go_bytes(),
                 Kind::Uint => uint_of(a1) == uint_of(a),
                 Kind::Invalid => {
                     if a1.is_nil() || a.is_nil() {
@@ -509,7 +527,7 @@ fn lt_impl(a1: &Value, a2: &Value) -> Result<bool, String> {
         Kind::Bool => Err(BAD_TYPE.into()),
         Kind::Float => Ok(float_of(a1) < float_of(a2)),
         Kind::Int => Ok(int_of(a1) < int_of(a2)),
-        Kind::Str => Ok(a1.as_str() < a2.as_str()),
+        Kind::Str => Ok(a1.go_bytes() < a2.go_bytes()),
         Kind::Uint => Ok(uint_of(a1) < uint_of(a2)),
         Kind::Invalid => Err(BAD_TYPE.into()),
     }

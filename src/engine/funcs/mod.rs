@@ -21,8 +21,14 @@ use super::value::Value;
 pub enum Param {
     /// `interface {}`: any value, nil included.
     Any,
-    /// `string`
+    /// `string`, as text: a byte string that is not UTF-8 arrives with
+    /// each invalid byte as U+FFFD, which is what Go functions that decode
+    /// runes (`strings.ToUpper`, `for range s`, …) see.
     Str,
+    /// `string`, as bytes: the function receives a `Value::Str` or a
+    /// `Value::BStr` unchanged. For functions that work on bytes and so
+    /// keep invalid bytes (`trunc`, `b64enc`, `sha256sum`, `replace`, …).
+    RawStr,
     /// `int`
     Int,
     /// `int64`
@@ -42,7 +48,7 @@ impl Param {
     pub fn go_name(self) -> &'static str {
         match self {
             Param::Any => "interface {}",
-            Param::Str => "string",
+            Param::Str | Param::RawStr => "string",
             Param::Int => "int",
             Param::Int64 => "int64",
             Param::Float => "float64",

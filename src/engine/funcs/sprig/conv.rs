@@ -12,18 +12,33 @@
 use std::rc::Rc;
 
 use crate::engine::gofmt::fmt_v;
-use crate::engine::value::{ListKind, MapKind, Value};
+use crate::engine::value::{ListKind, MapKind, Value, go_lossy};
 
 /// Sprig's `strval`: strings as they are, `[]byte` as text, anything else
-/// (a `fmt.Stringer` object included) as Go's `%v`.
+/// (a `fmt.Stringer` object included) as Go's `%v`. As Rust text: invalid
+/// UTF-8 becomes U+FFFD (see [`strval_value`] for the bytes).
 pub fn strval(v: &Value) -> String {
     match v {
         Value::Str(s) => s.to_string(),
-        Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::BStr(b) | Value::Bytes(b) => go_lossy(b).into_owned(),
         other => {
             let mut s = String::new();
             fmt_v(other, &mut s);
             s
+        }
+    }
+}
+
+/// Sprig's `strval` as a Go string value: a byte string or `[]byte` keeps
+/// its bytes.
+pub fn strval_value(v: &Value) -> Value {
+    match v {
+        Value::Str(_) | Value::BStr(_) => v.clone(),
+        Value::Bytes(b) => Value::from_go_bytes(b.to_vec()),
+        other => {
+            let mut s = String::new();
+            fmt_v(other, &mut s);
+            Value::string(s)
         }
     }
 }
@@ -352,6 +367,7 @@ pub fn empty(v: &Value) -> bool {
         Value::U64(u) => *u == 0,
         Value::Float(f) => *f == 0.0,
         Value::Str(s) => s.is_empty(),
+        Value::BStr(_) => false,
         Value::Bytes(b) => b.is_empty(),
         Value::List(l) => l.items.is_empty(),
         Value::Map(m) => m.is_empty(),
@@ -386,6 +402,7 @@ fn deep_equal_in(a: &Value, b: &Value, visited: &mut Vec<(*const (), *const ())>
         (Value::U64(x), Value::U64(y)) => x == y,
         (Value::Float(x), Value::Float(y)) => x == y,
         (Value::Str(x), Value::Str(y)) => x == y,
+        (Value::BStr(x), Value::BStr(y)) => x == y,
         (Value::Bytes(x), Value::Bytes(y)) => x == y,
         (Value::List(x), Value::List(y)) => {
             Rc::ptr_eq(x, y)

@@ -32,6 +32,12 @@ impl Object for GoTime {
     fn as_any(&self) -> &dyn Any {
         self
     }
+    /// `Time.MarshalJSON`: RFC 3339 with nanoseconds, as a JSON string.
+    fn json_value(&self) -> Option<Value> {
+        Some(Value::string(
+            self.format("2006-01-02T15:04:05.999999999Z07:00"),
+        ))
+    }
 }
 
 /// A Go `time.Duration` (what `Time.Sub` returns): prints as `1h2m3s`.

@@ -79,6 +79,17 @@ fn encode_inner(
         Value::U64(u) => out.push_str(&u.to_string()),
         Value::Float(f) => encode_float(*f, out)?,
         Value::Str(s) => encode_string(s, html, out),
+        Value::BStr(b) => {
+            // encoding/json writes each invalid byte as `\ufffd`.
+            out.push('"');
+            for chunk in b.utf8_chunks() {
+                encode_string_body(chunk.valid(), html, out);
+                for _ in chunk.invalid() {
+                    out.push_str("\\ufffd");
+                }
+            }
+            out.push('"');
+        }
         Value::Bytes(b) => {
             use base64::Engine;
             out.push('"');
@@ -172,8 +183,13 @@ fn encode_float(f: f64, out: &mut String) -> Result<(), String> {
 
 /// Go's `encodeState.string`.
 fn encode_string(s: &str, html: bool, out: &mut String) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     out.push('"');
+    encode_string_body(s, html, out);
+    out.push('"');
+}
+
+fn encode_string_body(s: &str, html: bool, out: &mut String) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
@@ -198,7 +214,6 @@ fn encode_string(s: &str, html: bool, out: &mut String) {
             c => out.push(c),
         }
     }
-    out.push('"');
 }
 
 /// Go's `json.Unmarshal` into an `interface {}`: objects become
@@ -228,7 +243,7 @@ pub fn json_kind(v: &Value) -> &'static str {
         Value::Nil => "null",
         Value::Bool(_) => "bool",
         Value::Int(_) | Value::I64(_) | Value::U64(_) | Value::Float(_) => "number",
-        Value::Str(_) | Value::Bytes(_) => "string",
+        Value::Str(_) | Value::BStr(_) | Value::Bytes(_) => "string",
         Value::List(_) => "array",
         Value::Map(_) | Value::Object(_) => "object",
     }

@@ -9,11 +9,11 @@
 use sha1::Digest;
 
 use super::conv::deep_equal;
-use super::{arg, arg_str, def};
+use super::{arg, arg_bytes, arg_str, def};
 use crate::engine::funcs::{FuncDef, Param};
 use crate::engine::value::Value;
 
-use Param::{Any, Str};
+use Param::{Any, RawStr, Str};
 
 pub const FUNCS: &[FuncDef] = &[
     def("typeOf", &[Any], |_, a| {
@@ -38,24 +38,25 @@ pub const FUNCS: &[FuncDef] = &[
     def("deepEqual", &[Any, Any], |_, a| {
         Ok(Value::Bool(deep_equal(&arg(a, 0), &arg(a, 1))))
     }),
-    def("sha1sum", &[Str], |_, a| {
-        Ok(Value::string(hex::encode(sha1::Sha1::digest(
-            arg_str(a, 0).as_bytes(),
-        ))))
+    // Hashes read the string's bytes, invalid UTF-8 included.
+    def("sha1sum", &[RawStr], |_, a| {
+        Ok(Value::string(hex::encode(sha1::Sha1::digest(arg_bytes(
+            a, 0,
+        )))))
     }),
-    def("sha256sum", &[Str], |_, a| {
-        Ok(Value::string(hex::encode(sha2::Sha256::digest(
-            arg_str(a, 0).as_bytes(),
-        ))))
+    def("sha256sum", &[RawStr], |_, a| {
+        Ok(Value::string(hex::encode(sha2::Sha256::digest(arg_bytes(
+            a, 0,
+        )))))
     }),
-    def("sha512sum", &[Str], |_, a| {
-        Ok(Value::string(hex::encode(sha2::Sha512::digest(
-            arg_str(a, 0).as_bytes(),
-        ))))
+    def("sha512sum", &[RawStr], |_, a| {
+        Ok(Value::string(hex::encode(sha2::Sha512::digest(arg_bytes(
+            a, 0,
+        )))))
     }),
-    def("adler32sum", &[Str], |_, a| {
+    def("adler32sum", &[RawStr], |_, a| {
         let mut h = adler2::Adler32::new();
-        h.write_slice(arg_str(a, 0).as_bytes());
+        h.write_slice(arg_bytes(a, 0));
         Ok(Value::string(h.checksum().to_string()))
     }),
     def("base", &[Str], |_, a| {

@@ -79,6 +79,18 @@ pub(crate) fn arg_str(args: &[Value], i: usize) -> &str {
     args.get(i).and_then(Value::as_str).unwrap_or("")
 }
 
+/// The bytes of argument `i`, declared [`Param::RawStr`] (a `Str` or a
+/// `BStr`).
+pub(crate) fn arg_bytes(args: &[Value], i: usize) -> &[u8] {
+    args.get(i).and_then(Value::go_bytes).unwrap_or_default()
+}
+
+/// Whether any argument is a Go string that is not UTF-8, so that a
+/// function must take its byte path.
+pub(crate) fn any_bstr(args: &[Value]) -> bool {
+    args.iter().any(|v| matches!(v, Value::BStr(_)))
+}
+
 /// Argument `i`, converted to Go `int`/`int64`.
 pub(crate) fn arg_int(args: &[Value], i: usize) -> i64 {
     match args.get(i) {
@@ -97,11 +109,10 @@ pub(crate) fn arg(args: &[Value], i: usize) -> Value {
     args.get(i).cloned().unwrap_or(Value::Nil)
 }
 
-/// Byte-sliced Go strings may cut a UTF-8 sequence; `Value::Str` must stay
-/// valid UTF-8, so a cut character becomes U+FFFD (Go would keep the raw
-/// bytes).
-pub(crate) fn bytes_to_string(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+/// A Go string of these bytes: byte-sliced Go strings may cut a UTF-8
+/// sequence, which gives a [`Value::BStr`].
+pub(crate) fn go_str(b: &[u8]) -> Value {
+    Value::from_go_bytes(b.to_vec())
 }
 
 /// Go's runtime panic for dereferencing nil, which `reflect.TypeOf(nil).Kind()`

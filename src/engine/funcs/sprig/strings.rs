@@ -9,25 +9,41 @@
 //! visible in output: `trunc`/`substr`/`abbrev` cut bytes, `nospace` and
 //! `initials` walk bytes (mangling non-ASCII text exactly as goutils does),
 //! `b64dec` returns Go's error message as its result.
+//!
+//! Go strings are bytes. Functions that work on bytes declare
+//! [`Param::RawStr`] and keep invalid UTF-8 (a [`Value::BStr`]) as it is:
+//! byte cuts (`trunc`, `substr`, `abbrev`, `wrapWith`) and `b64dec`/`b32dec`
+//! of binary data make such strings, and `trim*`, `replace`, `repeat`,
+//! `indent`, `split*`, `join`, `cat`, `squote`, `b64enc`… pass their bytes
+//! on. Functions that decode runes (`upper`, `title`, `camelcase` …) take
+//! plain `Str` and so see U+FFFD, as Go's do.
 
+use super::conv::strval_value;
 use super::conv::{string_list, string_map, strval};
 use super::gounicode::{
     is_digit, is_letter, is_lower, is_number, is_print, is_punct, is_space, is_title, is_upper,
     str_to_lower, str_to_upper, to_lower, to_title, to_upper, trim_space,
 };
-use super::{arg, arg_int, arg_str, bytes_to_string, def, defv};
+use super::{any_bstr, arg, arg_bytes, arg_int, arg_str, def, defv, go_str};
 use crate::engine::funcs::{Env, FuncDef, FuncResult, Param};
-use crate::engine::gofmt::fmt_v;
+use crate::engine::gofmt::{fmt_v, quote_bytes};
 use crate::engine::value::Value;
+use bstr::ByteSlice;
 
-use Param::{Any, Int, Str};
+use Param::{Any, Int, RawStr, Str};
 
 pub const FUNCS: &[FuncDef] = &[
     def("hello", &[], |_, _| Ok(Value::str("Hello!"))),
-    def("abbrev", &[Int, Str], abbrev),
-    def("abbrevboth", &[Int, Int, Str], abbrevboth),
-    def("trunc", &[Int, Str], trunc),
-    def("trim", &[Str], |_, a| ok_str(trim_space(arg_str(a, 0)))),
+    def("abbrev", &[Int, RawStr], abbrev),
+    def("abbrevboth", &[Int, Int, RawStr], abbrevboth),
+    def("trunc", &[Int, RawStr], trunc),
+    def("trim", &[RawStr], |_, a| {
+        if any_bstr(a) {
+            // strings.TrimSpace: an invalid byte is not space and stays.
+            return Ok(go_str(arg_bytes(a, 0).trim()));
+        }
+        ok_str(trim_space(arg_str(a, 0)))
+    }),
     def("upper", &[Str], |_, a| {
         Ok(Value::string(str_to_upper(arg_str(a, 0))))
     }),
@@ -40,17 +56,17 @@ pub const FUNCS: &[FuncDef] = &[
     def("untitle", &[Str], |_, a| {
         Ok(Value::string(untitle(arg_str(a, 0))))
     }),
-    def("substr", &[Int, Int, Str], substr),
-    def("repeat", &[Int, Str], repeat),
-    def("trimall", &[Str, Str], trim_all),
-    def("trimAll", &[Str, Str], trim_all),
-    def("trimSuffix", &[Str, Str], |_, a| {
-        let (suffix, s) = (arg_str(a, 0), arg_str(a, 1));
-        ok_str(s.strip_suffix(suffix).unwrap_or(s))
+    def("substr", &[Int, Int, RawStr], substr),
+    def("repeat", &[Int, RawStr], repeat),
+    def("trimall", &[Str, RawStr], trim_all),
+    def("trimAll", &[Str, RawStr], trim_all),
+    def("trimSuffix", &[RawStr, RawStr], |_, a| {
+        let (suffix, s) = (arg_bytes(a, 0), arg_bytes(a, 1));
+        Ok(go_str(s.strip_suffix(suffix).unwrap_or(s)))
     }),
-    def("trimPrefix", &[Str, Str], |_, a| {
-        let (prefix, s) = (arg_str(a, 0), arg_str(a, 1));
-        ok_str(s.strip_prefix(prefix).unwrap_or(s))
+    def("trimPrefix", &[RawStr, RawStr], |_, a| {
+        let (prefix, s) = (arg_bytes(a, 0), arg_bytes(a, 1));
+        Ok(go_str(s.strip_prefix(prefix).unwrap_or(s)))
     }),
     def("nospace", &[Str], |_, a| {
         Ok(Value::string(delete_white_space(arg_str(a, 0))))
@@ -70,94 +86,96 @@ pub const FUNCS: &[FuncDef] = &[
     def("kebabcase", &[Str], |_, a| {
         Ok(Value::string(camel_case_to_lower_case(arg_str(a, 0), '-')))
     }),
-    def("wrap", &[Int, Str], |_, a| {
-        Ok(Value::string(wrap_custom(
-            arg_str(a, 1),
-            arg_int(a, 0),
-            "",
-            false,
-        )))
+    def("wrap", &[Int, RawStr], |_, a| {
+        Ok(wrap_custom(arg_bytes(a, 1), arg_int(a, 0), b"", false))
     }),
-    def("wrapWith", &[Int, Str, Str], |_, a| {
-        Ok(Value::string(wrap_custom(
-            arg_str(a, 2),
+    def("wrapWith", &[Int, RawStr, RawStr], |_, a| {
+        Ok(wrap_custom(
+            arg_bytes(a, 2),
             arg_int(a, 0),
-            arg_str(a, 1),
+            arg_bytes(a, 1),
             true,
-        )))
+        ))
     }),
-    def("contains", &[Str, Str], |_, a| {
-        Ok(Value::Bool(arg_str(a, 1).contains(arg_str(a, 0))))
+    def("contains", &[RawStr, RawStr], |_, a| {
+        Ok(Value::Bool(arg_bytes(a, 1).contains_str(arg_bytes(a, 0))))
     }),
-    def("hasPrefix", &[Str, Str], |_, a| {
-        Ok(Value::Bool(arg_str(a, 1).starts_with(arg_str(a, 0))))
+    def("hasPrefix", &[RawStr, RawStr], |_, a| {
+        Ok(Value::Bool(arg_bytes(a, 1).starts_with(arg_bytes(a, 0))))
     }),
-    def("hasSuffix", &[Str, Str], |_, a| {
-        Ok(Value::Bool(arg_str(a, 1).ends_with(arg_str(a, 0))))
+    def("hasSuffix", &[RawStr, RawStr], |_, a| {
+        Ok(Value::Bool(arg_bytes(a, 1).ends_with(arg_bytes(a, 0))))
     }),
     defv("quote", &[], Any, quote),
     defv("squote", &[], Any, squote),
     defv("cat", &[], Any, cat),
-    def("indent", &[Int, Str], |_, a| {
+    def("indent", &[Int, RawStr], |_, a| {
+        if any_bstr(a) {
+            return indent_bytes(arg_int(a, 0), arg_bytes(a, 1), false);
+        }
         Ok(Value::string(indent(arg_int(a, 0), arg_str(a, 1))?))
     }),
-    def("nindent", &[Int, Str], |_, a| {
+    def("nindent", &[Int, RawStr], |_, a| {
+        if any_bstr(a) {
+            return indent_bytes(arg_int(a, 0), arg_bytes(a, 1), true);
+        }
         Ok(Value::string(format!(
             "\n{}",
             indent(arg_int(a, 0), arg_str(a, 1))?
         )))
     }),
-    def("replace", &[Str, Str, Str], |_, a| {
+    def("replace", &[RawStr, RawStr, RawStr], |_, a| {
+        if any_bstr(a) {
+            return Ok(Value::from_go_bytes(
+                arg_bytes(a, 2).replace(arg_bytes(a, 0), arg_bytes(a, 1)),
+            ));
+        }
         Ok(Value::string(
             arg_str(a, 2).replace(arg_str(a, 0), arg_str(a, 1)),
         ))
     }),
-    def("plural", &[Str, Str, Int], |_, a| {
-        ok_str(if arg_int(a, 2) == 1 {
-            arg_str(a, 0)
-        } else {
-            arg_str(a, 1)
-        })
+    def("plural", &[RawStr, RawStr, Int], |_, a| {
+        Ok(arg(a, if arg_int(a, 2) == 1 { 0 } else { 1 }))
     }),
-    def("toString", &[Any], |_, a| {
-        Ok(Value::string(strval(&arg(a, 0))))
-    }),
-    def("split", &[Str, Str], split),
-    def("splitList", &[Str, Str], |_, a| {
+    def("toString", &[Any], |_, a| Ok(strval_value(&arg(a, 0)))),
+    def("split", &[RawStr, RawStr], split),
+    def("splitList", &[RawStr, RawStr], |_, a| {
+        if any_bstr(a) {
+            return Ok(Value::str_list(split_bytes(
+                arg_bytes(a, 1),
+                arg_bytes(a, 0),
+                -1,
+            )));
+        }
         Ok(string_list(go_split(arg_str(a, 1), arg_str(a, 0), -1)))
     }),
-    def("splitn", &[Str, Int, Str], splitn),
+    def("splitn", &[RawStr, Int, RawStr], splitn),
     def("toStrings", &[Any], |_, a| {
         Ok(string_list(strslice(&arg(a, 0))))
     }),
-    def("join", &[Str, Any], |_, a| {
-        Ok(Value::string(strslice(&arg(a, 1)).join(arg_str(a, 0))))
-    }),
+    def("join", &[RawStr, Any], join),
     def("sortAlpha", &[Any], sort_alpha),
-    def("b64enc", &[Str], |_, a| {
+    def("b64enc", &[RawStr], |_, a| {
         use base64::Engine;
         Ok(Value::string(
-            base64::engine::general_purpose::STANDARD.encode(arg_str(a, 0)),
+            base64::engine::general_purpose::STANDARD.encode(arg_bytes(a, 0)),
         ))
     }),
-    def("b64dec", &[Str], |_, a| {
-        Ok(Value::string(
-            match base64_decode(arg_str(a, 0).as_bytes()) {
-                Ok(b) => bytes_to_string(&b),
-                Err(e) => e,
-            },
-        ))
+    // Decoded binary data is a Go string of those bytes, UTF-8 or not.
+    def("b64dec", &[RawStr], |_, a| {
+        Ok(match base64_decode(arg_bytes(a, 0)) {
+            Ok(b) => Value::from_go_bytes(b),
+            Err(e) => Value::string(e),
+        })
     }),
-    def("b32enc", &[Str], |_, a| {
-        Ok(Value::string(base32_encode(arg_str(a, 0).as_bytes())))
+    def("b32enc", &[RawStr], |_, a| {
+        Ok(Value::string(base32_encode(arg_bytes(a, 0))))
     }),
-    def("b32dec", &[Str], |_, a| {
-        Ok(Value::string(
-            match base32_decode(arg_str(a, 0).as_bytes()) {
-                Ok(b) => bytes_to_string(&b),
-                Err(e) => e,
-            },
-        ))
+    def("b32dec", &[RawStr], |_, a| {
+        Ok(match base32_decode(arg_bytes(a, 0)) {
+            Ok(b) => Value::from_go_bytes(b),
+            Err(e) => Value::string(e),
+        })
     }),
 ];
 
@@ -166,79 +184,75 @@ fn ok_str(s: &str) -> FuncResult {
 }
 
 fn abbrev(_: &Env, a: &[Value]) -> FuncResult {
-    let (width, s) = (arg_int(a, 0), arg_str(a, 1));
+    let width = arg_int(a, 0);
     if width < 4 {
-        return ok_str(s);
+        return Ok(arg(a, 1));
     }
-    Ok(Value::string(
-        abbreviate_full(s.as_bytes(), 0, width).unwrap_or_default(),
+    Ok(Value::from_go_bytes(
+        abbreviate_full(arg_bytes(a, 1), 0, width).unwrap_or_default(),
     ))
 }
 
 fn abbrevboth(_: &Env, a: &[Value]) -> FuncResult {
-    let (left, right, s) = (arg_int(a, 0), arg_int(a, 1), arg_str(a, 2));
+    let (left, right) = (arg_int(a, 0), arg_int(a, 1));
     if right < 4 || left > 0 && right < 7 {
-        return ok_str(s);
+        return Ok(arg(a, 2));
     }
-    Ok(Value::string(
-        abbreviate_full(s.as_bytes(), left, right).unwrap_or_default(),
+    Ok(Value::from_go_bytes(
+        abbreviate_full(arg_bytes(a, 2), left, right).unwrap_or_default(),
     ))
 }
 
 /// goutils `AbbreviateFull` (byte offsets); `None` where it returns an error
 /// (Sprig then uses the empty result).
-fn abbreviate_full(s: &[u8], offset: i64, max_width: i64) -> Option<String> {
+fn abbreviate_full(s: &[u8], offset: i64, max_width: i64) -> Option<Vec<u8>> {
     if s.is_empty() {
-        return Some(String::new());
+        return Some(Vec::new());
     }
     if max_width < 4 {
         return None;
     }
     let len = s.len() as i64;
     if len <= max_width {
-        return Some(bytes_to_string(s));
+        return Some(s.to_vec());
     }
     let mut offset = offset.min(len);
     if len - offset < max_width - 3 {
         offset = len - (max_width - 3);
     }
     if offset <= 4 {
-        let mut out = bytes_to_string(&s[..(max_width - 3) as usize]);
-        out.push_str("...");
+        let mut out = s[..(max_width - 3) as usize].to_vec();
+        out.extend_from_slice(b"...");
         return Some(out);
     }
     if max_width < 7 {
         return None;
     }
+    let mut out = b"...".to_vec();
     if offset + max_width - 3 < len {
-        let rest = abbreviate_full(&s[offset as usize..], 0, max_width - 3).unwrap_or_default();
-        return Some(format!("...{rest}"));
+        out.extend(abbreviate_full(&s[offset as usize..], 0, max_width - 3).unwrap_or_default());
+        return Some(out);
     }
-    Some(format!(
-        "...{}",
-        bytes_to_string(&s[(len - (max_width - 3)) as usize..])
-    ))
+    out.extend_from_slice(&s[(len - (max_width - 3)) as usize..]);
+    Some(out)
 }
 
 fn trunc(_: &Env, a: &[Value]) -> FuncResult {
-    let (c, s) = (arg_int(a, 0), arg_str(a, 1));
+    let (c, s) = (arg_int(a, 0), arg_bytes(a, 1));
     let len = s.len() as i64;
     if c < 0 && len + c > 0 {
-        return Ok(Value::string(bytes_to_string(
-            &s.as_bytes()[(len + c) as usize..],
-        )));
+        return Ok(go_str(&s[(len + c) as usize..]));
     }
     if c >= 0 && len > c {
-        return Ok(Value::string(bytes_to_string(&s.as_bytes()[..c as usize])));
+        return Ok(go_str(&s[..c as usize]));
     }
-    ok_str(s)
+    Ok(arg(a, 1))
 }
 
 /// Sprig's `substring`, with Go's slice-bounds panics as errors.
 fn substr(_: &Env, a: &[Value]) -> FuncResult {
-    let (start, end, s) = (arg_int(a, 0), arg_int(a, 1), arg_str(a, 2));
-    let len = s.len() as i64;
-    let b = s.as_bytes();
+    let (start, end, b) = (arg_int(a, 0), arg_int(a, 1), arg_bytes(a, 2));
+    let len = b.len() as i64;
     let (lo, hi) = if start < 0 {
         (0, end)
     } else if end < 0 || end > len {
@@ -267,11 +281,11 @@ fn substr(_: &Env, a: &[Value]) -> FuncResult {
             "runtime error: slice bounds out of range [{start}:{end}]"
         ));
     }
-    Ok(Value::string(bytes_to_string(&b[lo as usize..hi as usize])))
+    Ok(go_str(&b[lo as usize..hi as usize]))
 }
 
 fn repeat(_: &Env, a: &[Value]) -> FuncResult {
-    let (count, s) = (arg_int(a, 0), arg_str(a, 1));
+    let (count, s) = (arg_int(a, 0), arg_bytes(a, 1));
     if count < 0 {
         return Err("strings: negative Repeat count".into());
     }
@@ -279,12 +293,46 @@ fn repeat(_: &Env, a: &[Value]) -> FuncResult {
     if total > (1u128 << 40) {
         return Err("strings: Repeat output length overflow".into());
     }
-    Ok(Value::string(s.repeat(count as usize)))
+    Ok(Value::from_go_bytes(s.repeat(count as usize)))
 }
 
 fn trim_all(_: &Env, a: &[Value]) -> FuncResult {
-    let (cutset, s) = (arg_str(a, 0), arg_str(a, 1));
+    let cutset = arg_str(a, 0);
+    if any_bstr(a) {
+        // strings.Trim: runes from both ends; an invalid byte is U+FFFD.
+        let b = arg_bytes(a, 1);
+        let runes = go_runes(b);
+        let cut = |r: &(usize, usize, char)| cutset.contains(r.2);
+        let start = runes
+            .iter()
+            .position(|r| !cut(r))
+            .map_or(b.len(), |i| runes[i].0);
+        let end = runes
+            .iter()
+            .rposition(|r| !cut(r))
+            .map_or(start, |i| runes[i].1);
+        return Ok(go_str(&b[start..end.max(start)]));
+    }
+    let s = arg_str(a, 1);
     ok_str(s.trim_matches(|c| cutset.contains(c)))
+}
+
+/// Go's rune decoding of a byte string: (start, end, rune) for each valid
+/// character and each invalid byte (as U+FFFD).
+fn go_runes(b: &[u8]) -> Vec<(usize, usize, char)> {
+    let mut out = Vec::with_capacity(b.len());
+    let mut pos = 0;
+    for chunk in b.utf8_chunks() {
+        for (i, c) in chunk.valid().char_indices() {
+            out.push((pos + i, pos + i + c.len_utf8(), c));
+        }
+        pos += chunk.valid().len();
+        for _ in chunk.invalid() {
+            out.push((pos, pos + 1, char::REPLACEMENT_CHARACTER));
+            pos += 1;
+        }
+    }
+    out
 }
 
 /// Go's `strings.Title`: upper-cases (title-cases) the first letter of each
@@ -382,14 +430,14 @@ fn swap_case(s: &str) -> String {
         .collect()
 }
 
-/// goutils `WrapCustom` (byte offsets, `' '` as the only break).
-fn wrap_custom(s: &str, wrap_length: i64, new_line: &str, wrap_long_words: bool) -> String {
-    if s.is_empty() {
-        return String::new();
+/// goutils `WrapCustom` (byte offsets, `' '` as the only break), so a
+/// long word may be cut inside a character.
+fn wrap_custom(b: &[u8], wrap_length: i64, new_line: &[u8], wrap_long_words: bool) -> Value {
+    if b.is_empty() {
+        return Value::str("");
     }
-    let nl = if new_line.is_empty() { "\n" } else { new_line };
+    let nl: &[u8] = if new_line.is_empty() { b"\n" } else { new_line };
     let wl = wrap_length.max(1) as u64;
-    let b = s.as_bytes();
     let len = b.len();
     let mut offset = 0usize;
     let mut out: Vec<u8> = Vec::new();
@@ -404,12 +452,12 @@ fn wrap_custom(s: &str, wrap_length: i64, new_line: &str, wrap_long_words: bool)
         if let Some(sp) = space {
             let at = sp + offset;
             out.extend_from_slice(&b[offset..at]);
-            out.extend_from_slice(nl.as_bytes());
+            out.extend_from_slice(nl);
             offset = at + 1;
         } else if wrap_long_words {
             let end = wl + offset;
             out.extend_from_slice(&b[offset..end]);
-            out.extend_from_slice(nl.as_bytes());
+            out.extend_from_slice(nl);
             offset += wl;
         } else {
             let end = wl + offset;
@@ -421,14 +469,14 @@ fn wrap_custom(s: &str, wrap_length: i64, new_line: &str, wrap_long_words: bool)
                 Some(i) => {
                     let at = i + end;
                     out.extend_from_slice(&b[offset..at]);
-                    out.extend_from_slice(nl.as_bytes());
+                    out.extend_from_slice(nl);
                     offset = at + 1;
                 }
             }
         }
     }
     out.extend_from_slice(&b[offset..]);
-    bytes_to_string(&out)
+    Value::from_go_bytes(out)
 }
 
 /// Go's `strconv.Quote`, which `%q` of a string produces.
@@ -460,34 +508,102 @@ fn quote(_: &Env, a: &[Value]) -> FuncResult {
     let parts: Vec<String> = a
         .iter()
         .filter(|v| !v.is_nil())
-        .map(|v| go_quote(&strval(v)))
-        .collect();
-    Ok(Value::string(parts.join(" ")))
-}
-
-fn squote(_: &Env, a: &[Value]) -> FuncResult {
-    let parts: Vec<String> = a
-        .iter()
-        .filter(|v| !v.is_nil())
-        .map(|v| {
-            let mut s = String::from("'");
-            fmt_v(v, &mut s);
-            s.push('\'');
-            s
+        .map(|v| match strval_value(v) {
+            // strconv.Quote writes invalid bytes as \xNN.
+            Value::BStr(b) => quote_bytes(&b),
+            s => go_quote(s.as_str().unwrap_or_default()),
         })
         .collect();
     Ok(Value::string(parts.join(" ")))
 }
 
-fn cat(_: &Env, a: &[Value]) -> FuncResult {
-    let mut out = String::new();
+fn squote(_: &Env, a: &[Value]) -> FuncResult {
+    let mut out: Vec<u8> = Vec::new();
     for (n, v) in a.iter().filter(|v| !v.is_nil()).enumerate() {
         if n > 0 {
-            out.push(' ');
+            out.push(b' ');
+        }
+        out.push(b'\'');
+        fmt_v(v, &mut out);
+        out.push(b'\'');
+    }
+    Ok(Value::from_go_bytes(out))
+}
+
+fn cat(_: &Env, a: &[Value]) -> FuncResult {
+    let mut out: Vec<u8> = Vec::new();
+    for (n, v) in a.iter().filter(|v| !v.is_nil()).enumerate() {
+        if n > 0 {
+            out.push(b' ');
         }
         fmt_v(v, &mut out);
     }
-    Ok(Value::string(out))
+    Ok(Value::from_go_bytes(out))
+}
+
+/// Sprig's `join`: `strings.Join(strslice(v), sep)`, bytes kept.
+fn join(_: &Env, a: &[Value]) -> FuncResult {
+    let list = arg(a, 1);
+    let items: Vec<Value> = match &list {
+        Value::List(l) => l
+            .items
+            .iter()
+            .filter(|x| !x.is_nil())
+            .map(strval_value)
+            .collect(),
+        _ => return Ok(Value::string(strslice(&list).join(arg_str(a, 0)))),
+    };
+    if !any_bstr(a) && !any_bstr(&items) {
+        let parts: Vec<&str> = items
+            .iter()
+            .map(|v| v.as_str().unwrap_or_default())
+            .collect();
+        return Ok(Value::string(parts.join(arg_str(a, 0))));
+    }
+    let parts: Vec<&[u8]> = items
+        .iter()
+        .map(|v| v.go_bytes().unwrap_or_default())
+        .collect();
+    Ok(Value::from_go_bytes(parts.join(arg_bytes(a, 0))))
+}
+
+fn indent_bytes(spaces: i64, v: &[u8], leading_newline: bool) -> FuncResult {
+    if spaces < 0 {
+        return Err("strings: negative Repeat count".into());
+    }
+    let pad = " ".repeat(spaces as usize);
+    let mut out = Vec::with_capacity(v.len() + pad.len() + 1);
+    if leading_newline {
+        out.push(b'\n');
+    }
+    out.extend_from_slice(pad.as_bytes());
+    out.extend(v.replace("\n", format!("\n{pad}")));
+    Ok(Value::from_go_bytes(out))
+}
+
+/// Go's `strings.SplitN` over bytes (`n < 0`: all parts; an empty
+/// separator splits into runes, each invalid byte being one).
+fn split_bytes(s: &[u8], sep: &[u8], n: i64) -> Vec<Value> {
+    if n == 0 {
+        return Vec::new();
+    }
+    let mut parts: Vec<&[u8]> = if sep.is_empty() {
+        go_runes(s).iter().map(|r| &s[r.0..r.1]).collect()
+    } else {
+        s.split_str(sep).collect()
+    };
+    if n > 0 && parts.len() > n as usize {
+        // The last part is the rest of the string.
+        let keep = n as usize - 1;
+        let start = if sep.is_empty() {
+            parts[..keep].iter().map(|p| p.len()).sum()
+        } else {
+            parts[..keep].iter().map(|p| p.len() + sep.len()).sum()
+        };
+        parts.truncate(keep);
+        parts.push(&s[start..]);
+    }
+    parts.into_iter().map(go_str).collect()
 }
 
 fn indent(spaces: i64, v: &str) -> Result<String, String> {
@@ -537,10 +653,37 @@ fn split_map(parts: Vec<String>) -> Value {
 }
 
 fn split(_: &Env, a: &[Value]) -> FuncResult {
+    if any_bstr(a) {
+        return Ok(split_map_values(split_bytes(
+            arg_bytes(a, 1),
+            arg_bytes(a, 0),
+            -1,
+        )));
+    }
     Ok(split_map(go_split(arg_str(a, 1), arg_str(a, 0), -1)))
 }
 
+/// `split`'s `map[string]string` keyed `_0`, `_1`, … from Go string values.
+fn split_map_values(parts: Vec<Value>) -> Value {
+    let e = parts
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| (std::rc::Rc::from(format!("_{i}").as_str()), p))
+        .collect();
+    Value::Map(std::rc::Rc::new(crate::engine::value::Map::new(
+        crate::engine::value::MapKind::Str,
+        e,
+    )))
+}
+
 fn splitn(_: &Env, a: &[Value]) -> FuncResult {
+    if any_bstr(a) {
+        return Ok(split_map_values(split_bytes(
+            arg_bytes(a, 2),
+            arg_bytes(a, 0),
+            arg_int(a, 1),
+        )));
+    }
     Ok(split_map(go_split(
         arg_str(a, 2),
         arg_str(a, 0),
