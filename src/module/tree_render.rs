@@ -312,3 +312,40 @@ pub fn read_stdin() -> Result<String, ModuleError> {
         .map_err(|e| io_err(Path::new("-"), e))?;
     Ok(s)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(root: &Path, rel: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap_or(root)).unwrap();
+        std::fs::write(p, "x: 1\n").unwrap();
+    }
+
+    #[test]
+    fn module_sources_versus_rendered_output() {
+        let t = tempfile::tempdir().unwrap();
+        // helm template --output-dir
+        touch(t.path(), "rendered/web/templates/a.yaml");
+        touch(t.path(), "rendered/web/charts/db/templates/b.yml");
+        touch(t.path(), "rendered/web/NOTES.txt");
+        assert!(!is_modules_dir(&t.path().join("rendered")));
+        let files = read_rendered(&t.path().join("rendered")).unwrap();
+        let rel: Vec<&str> = files.iter().map(|f| f.relative.as_str()).collect();
+        assert_eq!(
+            rel,
+            ["web/charts/db/templates/b.yml", "web/templates/a.yaml"]
+        );
+        for tree in [
+            "t1/010-echo/templates/a.yaml",
+            "t2/echo/Chart.yaml",
+            "t3/echo/templates/_helpers.tpl",
+            "t4/echo/hooks/h.sh",
+        ] {
+            touch(t.path(), tree);
+            let root = t.path().join(&tree[..2]);
+            assert!(is_modules_dir(&root), "{tree}");
+        }
+    }
+}
