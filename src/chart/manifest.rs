@@ -569,6 +569,38 @@ mod tests {
     }
 
     #[test]
+    fn hand_written_split_matches_helms_regexp() {
+        // releaseutil's `(?:^|\s*\n)---\s*` with RE2's `\s`.
+        let re = Regex::new(r"(?:^|[\t\n\x0c\r ]*\n)---[\t\n\x0c\r ]*")
+            .unwrap_or_else(|_| unreachable!());
+        let inputs = [
+            "",
+            "---",
+            "---\n",
+            "a",
+            "---a",
+            "a\n---",
+            "a\n---\n",
+            "a \n \n--- \n\nb",
+            "a\n---\n---\nb",
+            "a\n----\nb",
+            "a\n--- x\nb",
+            "a---\nb",
+            " \n---\n",
+            "a\n\n---\n\n---\n\nb",
+            "a\r\n---\r\nb",
+            "a\t\n---\tb\n---",
+            "x\n---y\n---",
+            "a\x0b\n---\x0bb",
+            "é\n---\né",
+        ];
+        for s in inputs {
+            let want: Vec<&str> = re.split(s).collect();
+            assert_eq!(split_sep(s), want, "{s:?}");
+        }
+    }
+
+    #[test]
     fn sorts_by_install_order_with_unknown_kinds_last_and_classifies_hooks() {
         let mut files = BTreeMap::new();
         files.insert("m/templates/cm.yaml".to_string(), CM.to_string());

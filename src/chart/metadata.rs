@@ -592,6 +592,49 @@ fn compare_prerelease(a: &str, b: &str) -> Ordering {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn hand_written_version_scan_matches_the_regexp() {
+        let re = regex::Regex::new(
+            r"^v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?$",
+        )
+        .unwrap_or_else(|_| unreachable!());
+        let inputs = [
+            "1",
+            "v1",
+            "1.2",
+            "1.2.3",
+            "v1.2.3",
+            "1.2.3.4",
+            "1.2.3-",
+            "1.2.3-a",
+            "1.2.3-a.b-c.0",
+            "1.2.3-a..b",
+            "1.2.3-a.",
+            "1.2.3+m",
+            "1.2.3-rc.1+build.5",
+            "1.2-x",
+            "1-x+y",
+            "1.x",
+            "",
+            "v",
+            "x1",
+            "1.2.3 ",
+            "1.2.3+",
+            "1.2.3+a+b",
+            "01.02.03",
+            "1.2.3-é",
+            "1..2",
+        ];
+        for v in inputs {
+            let want = re.captures(v).map(|c| {
+                let g = |i: usize| c.get(i).map(|m| m.as_str().trim_start_matches('.'));
+                (g(1).unwrap_or(""), g(2), g(3), g(5), g(8))
+            });
+            assert_eq!(version_parts(v), want, "{v:?}");
+        }
+    }
+
     use super::*;
 
     fn map(entries: &[(&str, Yaml)]) -> Yaml {

@@ -433,6 +433,18 @@ impl<'a> OutputDir<'a> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn release_name_check_matches_helms_regexp() {
+        let re = regex::Regex::new(VALID_NAME).unwrap_or_else(|_| unreachable!());
+        for n in [
+            "a", "a-b", "a.b", "a-", "-a", "a..b", ".a", "a.", "A", "a_b", "0", "a.b-c.d9", "a b",
+            "é", "a.-b", "ab-.c",
+        ] {
+            assert_eq!(is_valid_name(n), re.is_match(n), "{n:?}");
+        }
+    }
+
     use super::*;
 
     /// A small chart exercising kinds, hooks, CRDs, NOTES, partials, a

@@ -12,6 +12,9 @@ Usage, from the repository root, after `cargo build --release`:
     done
     python3 tests/bench/hot_functions.py /tmp/hot.*.cg > link/hot-functions.txt
 
+(`--object=NAME` as the first argument selects a binary profiled under
+another file name.)
+
 Every function of the antiopa binary that ran in any profile becomes one
 section-name pattern: the mangled name with its hash (and LLVM's local
 suffix) replaced by `*`, and `$` by `?` (GNU ld's wildcard syntax).
@@ -21,9 +24,13 @@ import sys
 
 
 def main():
+    args = sys.argv[1:]
+    obj = "antiopa"
+    if args and args[0].startswith("--object="):
+        obj = args.pop(0).split("=", 1)[1]
     names = []
     seen = set()
-    for path in sys.argv[1:]:
+    for path in args:
         objs, fns, cur_obj = {}, {}, ""
         for line in open(path, encoding="utf-8", errors="replace"):
             m = re.match(r"(c?ob)=\((\d+)\)(?: (.*))?", line)
@@ -38,7 +45,7 @@ def main():
                 if m.group(3):
                     fns[m.group(2)] = m.group(3).strip()
                 name = fns.get(m.group(2))
-                if m.group(1) == "fn" and "antiopa" in cur_obj and name and name not in seen:
+                if m.group(1) == "fn" and obj in cur_obj and name and name not in seen:
                     seen.add(name)
                     names.append(name)
     patterns = []
