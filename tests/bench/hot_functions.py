@@ -13,7 +13,10 @@ Usage, from the repository root, after `cargo build --release`:
     python3 tests/bench/hot_functions.py /tmp/hot.*.cg > link/hot-functions.txt
 
 (`--object=NAME` as the first argument selects a binary profiled under
-another file name.)
+another file name. valgrind does not name the object of code placed in the
+hot section of a binary linked with the current list, so when profiling
+such a build run the script twice, with `--object=???` and with the
+binary's name, and keep the union: `awk '!seen[$0]++'`.)
 
 Every function of the antiopa binary that ran in any profile becomes one
 section-name pattern: the mangled name with its hash (and LLVM's local
