@@ -15,6 +15,7 @@ use std::rc::Rc;
 
 use base64::Engine as _;
 
+use crate::chart::Data;
 use crate::chart::capabilities::{check_args, str_arg};
 use crate::engine::{Entries, Map, MapKind, Member, Method, Object, Value};
 use crate::yaml::{Mapping, Yaml};
@@ -22,11 +23,11 @@ use crate::yaml::{Mapping, Yaml};
 /// Helm's `engine.files` (`map[string][]byte` with methods).
 #[derive(Clone, Default)]
 pub struct Files {
-    map: Rc<BTreeMap<String, Rc<[u8]>>>,
+    map: Rc<BTreeMap<String, Data>>,
 }
 
 impl Files {
-    pub fn new(files: impl IntoIterator<Item = (String, Rc<[u8]>)>) -> Files {
+    pub fn new(files: impl IntoIterator<Item = (String, Data)>) -> Files {
         Files {
             map: Rc::new(files.into_iter().collect()),
         }
@@ -40,16 +41,16 @@ impl Files {
                 .files
                 .iter()
                 .chain(chart.crds.iter())
-                .map(|f| (f.name.clone(), Rc::<[u8]>::from(&f.data[..]))),
+                .map(|f| (f.name.clone(), f.data.clone())),
         )
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, &[u8])> {
-        self.map.iter().map(|(k, v)| (k.as_str(), &v[..]))
+        self.map.iter().map(|(k, v)| (k.as_str(), v.bytes()))
     }
 
     pub fn get_bytes(&self, name: &str) -> &[u8] {
-        self.map.get(name).map(|d| &d[..]).unwrap_or(&[])
+        self.map.get(name).map(Data::bytes).unwrap_or(&[])
     }
 
     /// `Glob`: the files whose path matches the gobwas pattern.
@@ -103,7 +104,7 @@ impl Files {
             .map(|(k, v)| {
                 (
                     base_name(k).to_string(),
-                    Yaml::Str(base64::engine::general_purpose::STANDARD.encode(v)),
+                    Yaml::Str(base64::engine::general_purpose::STANDARD.encode(v.bytes())),
                 )
             })
             .collect();
@@ -185,7 +186,7 @@ impl Object for Files {
         let entries: Entries = self
             .map
             .iter()
-            .map(|(k, v)| (Rc::from(k.as_str()), Value::Bytes(v.clone())))
+            .map(|(k, v)| (Rc::from(k.as_str()), Value::Bytes(Rc::from(v.bytes()))))
             .collect();
         Some(Value::Map(Rc::new(Map::new(MapKind::Any, entries))))
     }
@@ -371,7 +372,7 @@ mod tests {
                 "files/b.txt" => b"b",
                 _ => b"x\n",
             };
-            (n.to_string(), Rc::from(data))
+            (n.to_string(), Data::from(data))
         }))
     }
 
@@ -412,7 +413,7 @@ mod tests {
         );
         assert_eq!(f.lines("nope"), Ok(vec![]));
         assert_eq!(f.get_bytes("nope"), b"");
-        let empty = Files::new([("e".to_string(), Rc::from(&b""[..]))]);
+        let empty = Files::new([("e".to_string(), Data::from(&b""[..]))]);
         assert!(empty.lines("e").is_err());
     }
 

@@ -235,37 +235,40 @@ fn scan_chunk(pattern: &str) -> (bool, &str, &str) {
 }
 
 /// Go's `matchChunk`: returns the rest of `s` after matching `chunk`, whether
-/// it matched, and a syntax error.
+/// it matched, and a syntax error. The chunk is consumed char by char
+/// through a `&str` cursor (no allocation: this runs for every rule and
+/// every file of a chart).
 fn match_chunk<'a>(chunk: &str, s: &'a str) -> (&'a str, bool, Option<String>) {
     const BAD: &str = "syntax error in pattern";
-    let mut chunk: Vec<char> = chunk.chars().collect();
+    let mut chunk = chunk;
     let mut s = s;
     // failed records whether the match has failed; after that, only the
     // pattern's syntax is checked (Go 1.16+ behaviour).
     let mut failed = false;
-    while !chunk.is_empty() {
+    while let Some(first) = chunk.chars().next() {
         if !failed && s.is_empty() {
             failed = true;
         }
-        match chunk[0] {
+        match first {
             '[' => {
                 let mut r = '\0';
                 if !failed {
-                    let mut it = s.chars();
-                    r = it.next().unwrap_or('\0');
-                    s = &s[r.len_utf8()..];
+                    r = s.chars().next().unwrap_or('\0');
+                    s = &s[r.len_utf8().min(s.len())..];
                 }
-                chunk.remove(0);
+                chunk = &chunk[1..];
                 let mut negated = false;
-                if chunk.first() == Some(&'^') {
+                if let Some(rest) = chunk.strip_prefix('^') {
                     negated = true;
-                    chunk.remove(0);
+                    chunk = rest;
                 }
                 let mut matched = false;
                 let mut nrange = 0;
                 loop {
-                    if !chunk.is_empty() && chunk[0] == ']' && nrange > 0 {
-                        chunk.remove(0);
+                    if nrange > 0
+                        && let Some(rest) = chunk.strip_prefix(']')
+                    {
+                        chunk = rest;
                         break;
                     }
                     let lo = match get_esc(&mut chunk) {
@@ -273,8 +276,8 @@ fn match_chunk<'a>(chunk: &str, s: &'a str) -> (&'a str, bool, Option<String>) {
                         Err(()) => return ("", false, Some(BAD.to_string())),
                     };
                     let mut hi = lo;
-                    if chunk.first() == Some(&'-') {
-                        chunk.remove(0);
+                    if let Some(rest) = chunk.strip_prefix('-') {
+                        chunk = rest;
                         hi = match get_esc(&mut chunk) {
                             Ok(c) => c,
                             Err(()) => return ("", false, Some(BAD.to_string())),
@@ -297,31 +300,31 @@ fn match_chunk<'a>(chunk: &str, s: &'a str) -> (&'a str, bool, Option<String>) {
                     }
                     s = &s[c.len_utf8().min(s.len())..];
                 }
-                chunk.remove(0);
+                chunk = &chunk[1..];
             }
             '\\' => {
-                chunk.remove(0);
-                if chunk.is_empty() {
+                chunk = &chunk[1..];
+                let Some(c) = chunk.chars().next() else {
                     return ("", false, Some(BAD.to_string()));
-                }
+                };
                 if !failed {
-                    if s.starts_with(chunk[0]) {
-                        s = &s[chunk[0].len_utf8()..];
+                    if let Some(rest) = s.strip_prefix(c) {
+                        s = rest;
                     } else {
                         failed = true;
                     }
                 }
-                chunk.remove(0);
+                chunk = &chunk[c.len_utf8()..];
             }
             c => {
                 if !failed {
-                    if s.starts_with(c) {
-                        s = &s[c.len_utf8()..];
+                    if let Some(rest) = s.strip_prefix(c) {
+                        s = rest;
                     } else {
                         failed = true;
                     }
                 }
-                chunk.remove(0);
+                chunk = &chunk[c.len_utf8()..];
             }
         }
     }
@@ -332,17 +335,16 @@ fn match_chunk<'a>(chunk: &str, s: &'a str) -> (&'a str, bool, Option<String>) {
 }
 
 /// Go's `getEsc`: one possibly escaped character of a class.
-fn get_esc(chunk: &mut Vec<char>) -> Result<char, ()> {
-    if chunk.is_empty() || chunk[0] == '-' || chunk[0] == ']' {
-        return Err(());
-    }
-    let mut c = chunk.remove(0);
+fn get_esc(chunk: &mut &str) -> Result<char, ()> {
+    let mut it = chunk.chars();
+    let mut c = match it.next() {
+        None | Some('-' | ']') => return Err(()),
+        Some(c) => c,
+    };
     if c == '\\' {
-        if chunk.is_empty() {
-            return Err(());
-        }
-        c = chunk.remove(0);
+        c = it.next().ok_or(())?;
     }
+    *chunk = it.as_str();
     if chunk.is_empty() {
         return Err(());
     }

@@ -7,12 +7,11 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::sync::Arc;
 
 use crate::chart::coalesce::Warn;
 use crate::chart::ignore::Rules;
 use crate::chart::metadata::{self, go_quote};
-use crate::chart::types::{Chart, File};
+use crate::chart::types::{Chart, Data, File};
 use crate::yaml::{Mapping, Yaml};
 
 /// Helm's `MaxDecompressedChartSize` (100 MiB).
@@ -41,7 +40,7 @@ fn invalid(msg: impl Into<String>) -> LoadError {
 #[derive(Clone, Debug)]
 pub struct BufferedFile {
     pub name: String,
-    pub data: Vec<u8>,
+    pub data: Data,
 }
 
 /// Parse YAML text as sigs.k8s.io/yaml.Unmarshal into `interface{}` does
@@ -171,12 +170,14 @@ fn walk(
                 go_quote(&name)
             )));
         }
-        let mut data =
-            std::fs::read(&full).map_err(|e| invalid(format!("error reading {n}: {e}")))?;
-        if data.starts_with(&[0xEF, 0xBB, 0xBF]) {
-            data.drain(..3);
-        }
-        files.push(BufferedFile { name: n, data });
+        // Helm reads every file here; the bytes are only read when used
+        // (see `Data`), but opening the file keeps Helm's load error for
+        // one that cannot be read.
+        std::fs::File::open(&full).map_err(|e| invalid(format!("error reading {n}: {e}")))?;
+        files.push(BufferedFile {
+            name: n,
+            data: Data::lazy(full),
+        });
     }
     Ok(())
 }
@@ -289,7 +290,10 @@ pub fn load_archive_files(data: &[u8]) -> Result<Vec<BufferedFile>, LoadError> {
         if buf.starts_with(&[0xEF, 0xBB, 0xBF]) {
             buf.drain(..3);
         }
-        files.push(BufferedFile { name: n, data: buf });
+        files.push(BufferedFile {
+            name: n,
+            data: Data::from(buf),
+        });
     }
     if files.is_empty() {
         return Err(invalid("no files in chart archive"));
@@ -325,10 +329,10 @@ fn go_path_clean(p: &str) -> String {
     }
 }
 
-fn file(name: &str, data: Vec<u8>) -> File {
+fn file(name: &str, data: Data) -> File {
     File {
         name: name.to_string(),
-        data: Arc::from(data),
+        data,
     }
 }
 
@@ -433,7 +437,7 @@ pub fn load_files(files: Vec<BufferedFile>, warn: Warn) -> Result<Chart, LoadErr
                     }
                 };
             }
-            "values.schema.json" => c.schema = Some(Arc::from(f.data)),
+            "values.schema.json" => c.schema = Some(f.data.shared().clone()),
             "requirements.yaml" => {
                 have_metadata = true;
                 if c.metadata.api_version != "v1" {
@@ -472,13 +476,12 @@ pub fn load_files(files: Vec<BufferedFile>, warn: Warn) -> Result<Chart, LoadErr
                 }
             }
             _ => {
+                let f = file(name, f.data);
                 if name.starts_with("crds/") && has_manifest_extension(name) {
-                    c.crds.push(File {
-                        name: name.to_string(),
-                        data: Arc::from(f.data.clone()),
-                    });
+                    // Shared with `files`, not copied: CRDs can be megabytes.
+                    c.crds.push(f.clone());
                 }
-                c.files.push(file(name, f.data));
+                c.files.push(f);
             }
         }
     }

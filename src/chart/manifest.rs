@@ -143,15 +143,54 @@ pub struct Sorted {
     pub warnings: Vec<String>,
 }
 
-static SEP: LazyLock<Regex> = LazyLock::new(|| {
-    // Go RE2's `\s` is ASCII whitespace; Rust's is Unicode, hence `(?-u:\s)`.
-    Regex::new(r"(?:^|(?-u:\s)*\n)---(?-u:\s)*").unwrap_or_else(|_| unreachable!("constant regex"))
-});
+/// RE2's `\s` (Go's `regexp`): `[\t\n\f\r ]`.
+fn is_re2_space(b: u8) -> bool {
+    matches!(b, b'\t' | b'\n' | 0x0c | b'\r' | b' ')
+}
+
+/// The pieces between the matches of Helm's separator regexp
+/// `(?:^|\s*\n)---\s*` (`releaseutil.sep`), as `Regexp.Split` yields them.
+///
+/// Hand-written rather than a compiled regex: it runs once per rendered
+/// file, and building the regex costs more than splitting a whole chart.
+/// Leftmost-first matching reduces to: a match is `\n---` preceded by the
+/// whitespace run before it (not reaching back past the previous match)
+/// and followed by all the whitespace after it; `^---` only at offset 0.
+fn split_sep(s: &str) -> Vec<&str> {
+    let b = s.as_bytes();
+    let ws_end = |mut i: usize| {
+        while i < b.len() && is_re2_space(b[i]) {
+            i += 1;
+        }
+        i
+    };
+    let mut pieces = Vec::new();
+    let mut last = 0;
+    let mut pos = 0;
+    if s.starts_with("---") {
+        pieces.push("");
+        last = ws_end(3);
+        pos = last;
+    }
+    while let Some(off) = s[pos..].find("\n---") {
+        let nl = pos + off;
+        let mut start = nl;
+        while start > pos && is_re2_space(b[start - 1]) {
+            start -= 1;
+        }
+        pieces.push(&s[last..start]);
+        last = ws_end(nl + 4);
+        pos = last;
+    }
+    pieces.push(&s[last..]);
+    pieces
+}
 
 /// `releaseutil.SplitManifests`: split a file on `---` lines into trimmed
 /// documents, in order, dropping empty pieces.
 pub fn split_manifests(big_file: &str) -> Vec<String> {
-    SEP.split(go_trim_space(big_file))
+    split_sep(go_trim_space(big_file))
+        .into_iter()
         .filter(|d| !d.is_empty())
         .map(|d| go_trim_space(d).to_string())
         .collect()
@@ -527,6 +566,38 @@ mod tests {
         );
         assert_eq!(split_manifests("a: 1\n---x: 2"), vec!["a: 1", "x: 2"]);
         assert!(split_manifests("  \n---\n").is_empty());
+    }
+
+    #[test]
+    fn hand_written_split_matches_helms_regexp() {
+        // releaseutil's `(?:^|\s*\n)---\s*` with RE2's `\s`.
+        let re = Regex::new(r"(?:^|[\t\n\x0c\r ]*\n)---[\t\n\x0c\r ]*")
+            .unwrap_or_else(|_| unreachable!());
+        let inputs = [
+            "",
+            "---",
+            "---\n",
+            "a",
+            "---a",
+            "a\n---",
+            "a\n---\n",
+            "a \n \n--- \n\nb",
+            "a\n---\n---\nb",
+            "a\n----\nb",
+            "a\n--- x\nb",
+            "a---\nb",
+            " \n---\n",
+            "a\n\n---\n\n---\n\nb",
+            "a\r\n---\r\nb",
+            "a\t\n---\tb\n---",
+            "x\n---y\n---",
+            "a\x0b\n---\x0bb",
+            "é\n---\né",
+        ];
+        for s in inputs {
+            let want: Vec<&str> = re.split(s).collect();
+            assert_eq!(split_sep(s), want, "{s:?}");
+        }
     }
 
     #[test]

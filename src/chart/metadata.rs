@@ -8,7 +8,6 @@
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
 
 use crate::chart::types::{Dependency, Maintainer, Metadata};
 use crate::yaml::Yaml;
@@ -448,44 +447,100 @@ pub struct Version {
     pub metadata: String,
 }
 
-fn version_regex() -> &'static regex::Regex {
-    static RE: OnceLock<regex::Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        // Masterminds/semver v3.3 versionRegex.
-        regex::Regex::new(
-            r"^v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?$",
-        )
-        .unwrap_or_else(|_| unreachable!("static regex"))
-    })
+/// The parts of a version as Masterminds/semver v3.3's `versionRegex`
+/// captures them:
+/// `^v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?$`
+/// (major, minor, patch without their dots, prerelease, metadata).
+/// Scanned by hand: every chart load validates its version, and compiling
+/// the regexp costs more than loading a small chart. The regexp is
+/// unambiguous, so a greedy left-to-right scan finds the same groups.
+type VersionParts<'a> = (
+    &'a str,
+    Option<&'a str>,
+    Option<&'a str>,
+    Option<&'a str>,
+    Option<&'a str>,
+);
+
+fn version_parts(v: &str) -> Option<VersionParts<'_>> {
+    fn digits(s: &str) -> usize {
+        s.bytes().take_while(u8::is_ascii_digit).count()
+    }
+    /// `[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*`: its length in `s`, if any.
+    fn idents(s: &str) -> Option<usize> {
+        let ident = |s: &str| {
+            s.bytes()
+                .take_while(|b| b.is_ascii_alphanumeric() || *b == b'-')
+                .count()
+        };
+        let mut n = ident(s);
+        if n == 0 {
+            return None;
+        }
+        while s[n..].starts_with('.') {
+            let m = ident(&s[n + 1..]);
+            if m == 0 {
+                // `\.` must be followed by an identifier; nothing else
+                // may follow the dot either, so the whole match fails.
+                return None;
+            }
+            n += 1 + m;
+        }
+        Some(n)
+    }
+    let mut rest = v.strip_prefix('v').unwrap_or(v);
+    let n = digits(rest);
+    if n == 0 {
+        return None;
+    }
+    let major = &rest[..n];
+    rest = &rest[n..];
+    let mut dotted = || {
+        let r = rest.strip_prefix('.')?;
+        let n = digits(r);
+        if n == 0 {
+            return None;
+        }
+        rest = &r[n..];
+        Some(&r[..n])
+    };
+    let minor = dotted();
+    let patch = if minor.is_some() { dotted() } else { None };
+    let mut tagged = |mark: char| {
+        let Some(r) = rest.strip_prefix(mark) else {
+            return Some(None);
+        };
+        let n = idents(r)?;
+        rest = &r[n..];
+        Some(Some(&r[..n]))
+    };
+    let pre = tagged('-')?;
+    let meta = tagged('+')?;
+    if !rest.is_empty() {
+        return None;
+    }
+    Some((major, minor, patch, pre, meta))
 }
 
 impl Version {
     /// `semver.NewVersion`; the error is Masterminds' text.
     pub fn parse(v: &str) -> Result<Version, String> {
         const INVALID: &str = "Invalid Semantic Version";
-        let caps = version_regex().captures(v).ok_or(INVALID)?;
-        let num = |i: usize| -> Result<u64, String> {
-            match caps.get(i) {
+        let (major, minor, patch, pre, meta) = version_parts(v).ok_or(INVALID)?;
+        let num = |part: Option<&str>| -> Result<u64, String> {
+            match part {
                 None => Ok(0),
-                Some(m) => m
-                    .as_str()
-                    .trim_start_matches('.')
+                Some(d) => d
                     .parse::<u64>()
                     .map_err(|e| format!("Error parsing version segment: {e}")),
             }
         };
         let out = Version {
-            major: num(1)?,
-            minor: num(2)?,
-            patch: num(3)?,
-            pre: caps
-                .get(5)
-                .map(|m| m.as_str().to_string())
-                .unwrap_or_default(),
-            metadata: caps
-                .get(8)
-                .map(|m| m.as_str().to_string())
-                .unwrap_or_default(),
+            major: num(Some(major))?,
+            minor: num(minor)?,
+            patch: num(patch)?,
+            pre: pre.unwrap_or_default().to_string(),
+            metadata: meta.unwrap_or_default().to_string(),
         };
         // validatePrerelease: numeric identifiers without leading zeros.
         for part in out.pre.split('.').filter(|p| !p.is_empty()) {
@@ -537,6 +592,49 @@ fn compare_prerelease(a: &str, b: &str) -> Ordering {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn hand_written_version_scan_matches_the_regexp() {
+        let re = regex::Regex::new(
+            r"^v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?$",
+        )
+        .unwrap_or_else(|_| unreachable!());
+        let inputs = [
+            "1",
+            "v1",
+            "1.2",
+            "1.2.3",
+            "v1.2.3",
+            "1.2.3.4",
+            "1.2.3-",
+            "1.2.3-a",
+            "1.2.3-a.b-c.0",
+            "1.2.3-a..b",
+            "1.2.3-a.",
+            "1.2.3+m",
+            "1.2.3-rc.1+build.5",
+            "1.2-x",
+            "1-x+y",
+            "1.x",
+            "",
+            "v",
+            "x1",
+            "1.2.3 ",
+            "1.2.3+",
+            "1.2.3+a+b",
+            "01.02.03",
+            "1.2.3-é",
+            "1..2",
+        ];
+        for v in inputs {
+            let want = re.captures(v).map(|c| {
+                let g = |i: usize| c.get(i).map(|m| m.as_str().trim_start_matches('.'));
+                (g(1).unwrap_or(""), g(2), g(3), g(5), g(8))
+            });
+            assert_eq!(version_parts(v), want, "{v:?}");
+        }
+    }
+
     use super::*;
 
     fn map(entries: &[(&str, Yaml)]) -> Yaml {

@@ -2,7 +2,7 @@
 
 pub mod types;
 
-pub use types::{Chart, Dependency, File, Maintainer, Metadata};
+pub use types::{Chart, Data, Dependency, File, Maintainer, Metadata};
 
 // Rendering and `helm template` output (render helper).
 pub mod capabilities;

@@ -50,8 +50,10 @@ pub enum RenderError {
 
 /// One file to render: its text, the top-level data of its chart, and the
 /// chart's templates directory.
-struct Renderable {
-    text: String,
+struct Renderable<'c> {
+    /// The template's text, borrowed from the chart unless it had to be
+    /// repaired (invalid UTF-8).
+    text: std::borrow::Cow<'c, str>,
     vals: Rc<Map>,
     base_path: String,
 }
@@ -79,11 +81,29 @@ pub fn render_values(
     caps: &Capabilities,
     env: &Env,
 ) -> Result<BTreeMap<String, String>, RenderError> {
+    render_keeping(chart, values, release, caps, env).map(|(files, _state)| files)
+}
+
+/// The parsed template set and everything it points into, handed back by
+/// [`render_keeping`].
+pub struct RenderState(#[allow(dead_code)] Box<dyn Any>);
+
+/// As [`render_values`], also handing back the render state (the parsed
+/// templates of every file) instead of dropping it: a process that exits
+/// right after printing can `std::mem::forget` it and skip freeing tens of
+/// thousands of small allocations.
+pub fn render_keeping(
+    chart: &Chart,
+    values: Value,
+    release: &ReleaseOptions,
+    caps: &Capabilities,
+    env: &Env,
+) -> Result<(BTreeMap<String, String>, RenderState), RenderError> {
     let shared = Shared {
         release: release_value(release),
         capabilities: caps.to_value(),
     };
-    let mut templates: BTreeMap<String, Renderable> = BTreeMap::new();
+    let mut templates: BTreeMap<String, Renderable<'_>> = BTreeMap::new();
     rec_all_templates(chart, None, &values, &shared, &mut templates);
 
     let funcs = Rc::new(helm_func_map());
@@ -118,7 +138,11 @@ pub fn render_values(
         let out = set
             .execute_bytes(name, &Value::Map(r.vals.clone()), env)
             .map_err(|e| RenderError::Exec(cleanup_exec_error(name, &e.to_string())))?;
-        let out = bstr::ByteSlice::replace(&out[..], "<no value>", "");
+        let out = if bstr::ByteSlice::contains_str(&out[..], "<no value>") {
+            bstr::ByteSlice::replace(&out[..], "<no value>", "")
+        } else {
+            out
+        };
         let text = match String::from_utf8(out) {
             Ok(s) => s,
             Err(e) => {
@@ -138,7 +162,8 @@ pub fn render_values(
     if let Some(e) = not_utf8 {
         return Err(RenderError::NotUtf8(e));
     }
-    Ok(rendered)
+    let vals: Vec<Rc<Map>> = templates.into_values().map(|r| r.vals).collect();
+    Ok((rendered, RenderState(Box::new((set, vals, values)))))
 }
 
 /// go-yaml's reader error for the first document of `bytes` that is not
@@ -180,12 +205,12 @@ fn release_value(r: &ReleaseOptions) -> Value {
 /// subcharts (each gets the `Values.<name>` table of its parent), and
 /// collect the chart's templates. Returns the chart's data map, which the
 /// parent exposes as `.Subcharts.<name>`.
-fn rec_all_templates(
-    chart: &Chart,
+fn rec_all_templates<'c>(
+    chart: &'c Chart,
     parent_path: Option<&str>,
     parent_values: &Value,
     shared: &Shared,
-    out: &mut BTreeMap<String, Renderable>,
+    out: &mut BTreeMap<String, Renderable<'c>>,
 ) -> Rc<Map> {
     let is_root = parent_path.is_none();
     let values = if is_root {
@@ -226,7 +251,7 @@ fn rec_all_templates(
         out.insert(
             path_join(&full_path, &t.name),
             Renderable {
-                text: String::from_utf8_lossy(&t.data).into_owned(),
+                text: String::from_utf8_lossy(&t.data),
                 vals: next.clone(),
                 base_path: path_join(&full_path, "templates"),
             },
@@ -645,12 +670,11 @@ mod tests {
 mod render_tests {
     use super::*;
     use crate::chart::File;
-    use std::sync::Arc;
 
     fn file(name: &str, text: &str) -> File {
         File {
             name: name.to_string(),
-            data: Arc::from(text.as_bytes()),
+            data: text.as_bytes().into(),
         }
     }
 

@@ -9,9 +9,6 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::LazyLock;
-
-use regex::Regex;
 
 use crate::chart::Chart;
 use crate::chart::capabilities::{Capabilities, KubeVersion};
@@ -61,10 +58,25 @@ fn with_debug_hint(msg: impl std::fmt::Display) -> TemplateError {
     ))
 }
 
-static VALID_NAME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-        .unwrap_or_else(|_| unreachable!("constant regex"))
-});
+/// Helm's `validName` regexp (action/install.go), quoted in its error.
+const VALID_NAME: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+
+/// Whether `name` matches [`VALID_NAME`]: dot-separated labels of
+/// `[-a-z0-9]` that start and end with `[a-z0-9]`. Checked by hand: it runs
+/// on every `template` call and compiling the regexp would cost more than
+/// rendering a small chart.
+fn is_valid_name(name: &str) -> bool {
+    let alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    name.split('.').all(|label| {
+        let b = label.as_bytes();
+        match (b.first(), b.last()) {
+            (Some(&f), Some(&l)) => {
+                alnum(f) && alnum(l) && b.iter().all(|&c| alnum(c) || c == b'-')
+            }
+            _ => false,
+        }
+    })
+}
 
 /// `action.Install.NameAndChart` as `helm template` uses it (the release
 /// name is preset to `release-name`, so `--generate-name` with one argument
@@ -135,6 +147,22 @@ pub fn run(
     out: &mut dyn Write,
     log: &mut dyn Write,
 ) -> Result<(), TemplateError> {
+    run_keeping(s, out, log).map(drop)
+}
+
+/// What a successful run leaves behind: the loaded chart, its values, the
+/// parsed templates and the rendered files.
+pub struct Leftovers(#[allow(dead_code)] Box<dyn std::any::Any>);
+
+/// As [`run`], but hands back the run's large structures instead of
+/// dropping them, so that a process about to exit can skip freeing them
+/// (`std::mem::forget`); for big charts that is a measurable part of the
+/// run time.
+pub fn run_keeping(
+    s: &TemplateSettings,
+    out: &mut dyn Write,
+    log: &mut dyn Write,
+) -> Result<Leftovers, TemplateError> {
     let kube_version = match &s.kube_version {
         Some(v) if !v.is_empty() => Some(KubeVersion::parse(v).map_err(|e| err(e.to_string()))?),
         _ => None,
@@ -161,11 +189,11 @@ pub fn run(
             go_quote(&name)
         )));
     }
-    if name.len() > 53 || !VALID_NAME.is_match(&name) {
+    if name.len() > 53 || !is_valid_name(&name) {
         return Err(err(format!(
             "release name {}: invalid release name, must match regex {} and the length must not be longer than 53",
             go_quote(&name),
-            VALID_NAME.as_str()
+            VALID_NAME
         )));
     }
 
@@ -200,8 +228,9 @@ pub fn run(
             chart.metadata.kube_version, caps.kube_version.version
         )));
     }
-    let mut files =
-        render::render(&chart, &values, &release, &caps, &s.env).map_err(with_debug_hint)?;
+    let top_values = crate::chart::convert::values_to_value(&values);
+    let (mut files, state) = render::render_keeping(&chart, top_values, &release, &caps, &s.env)
+        .map_err(with_debug_hint)?;
     // NOTES.txt is rendered (its errors count) but never printed.
     files.retain(|k, _| !k.ends_with("NOTES.txt"));
     check_utf8(&chart, &files)?;
@@ -259,7 +288,15 @@ pub fn run(
     };
     out.write_all(printed.as_bytes())
         .map_err(|e| err(e.to_string()))?;
-    Ok(())
+    Ok(Leftovers(Box::new((
+        chart,
+        values,
+        user_values,
+        state,
+        files,
+        sorted,
+        printed,
+    ))))
 }
 
 /// `Chart.CRDObjects`: `crds/` files with a manifest extension, the chart's
@@ -396,6 +433,18 @@ impl<'a> OutputDir<'a> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn release_name_check_matches_helms_regexp() {
+        let re = regex::Regex::new(VALID_NAME).unwrap_or_else(|_| unreachable!());
+        for n in [
+            "a", "a-b", "a.b", "a-", "-a", "a..b", ".a", "a.", "A", "a_b", "0", "a.b-c.d9", "a b",
+            "é", "a.-b", "ab-.c",
+        ] {
+            assert_eq!(is_valid_name(n), re.is_match(n), "{n:?}");
+        }
+    }
+
     use super::*;
 
     /// A small chart exercising kinds, hooks, CRDs, NOTES, partials, a

@@ -2,7 +2,8 @@
 //! other files, default values, schema, CRDs and loaded subcharts.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 
 use crate::yaml::Mapping;
 
@@ -11,7 +12,84 @@ use crate::yaml::Mapping;
 #[derive(Clone, Debug)]
 pub struct File {
     pub name: String,
-    pub data: Arc<[u8]>,
+    pub data: Data,
+}
+
+/// A file's bytes, shared by every clone. Files of a chart directory that
+/// are neither templates nor values/metadata are only read when something
+/// asks for them (`.Files.Get`, `--include-crds`): charts vendor megabytes
+/// of CRDs and data files that most renders never touch. Helm reads them
+/// all up front; the loader therefore still opens each one, so an
+/// unreadable file fails the load as in Helm.
+#[derive(Clone, Debug)]
+pub struct Data(Arc<DataInner>);
+
+#[derive(Debug)]
+struct DataInner {
+    /// Where to read the bytes from when `bytes` is still empty.
+    path: Option<PathBuf>,
+    bytes: OnceLock<Arc<[u8]>>,
+}
+
+impl Data {
+    /// Bytes read from a file on first use, without a UTF-8 byte order mark
+    /// (Helm's loader drops it from every file).
+    pub fn lazy(path: PathBuf) -> Data {
+        Data(Arc::new(DataInner {
+            path: Some(path),
+            bytes: OnceLock::new(),
+        }))
+    }
+
+    /// The bytes (read now if they were deferred). A file that vanished or
+    /// became unreadable since the load reads as empty.
+    pub fn bytes(&self) -> &[u8] {
+        self.shared()
+    }
+
+    /// The bytes as a shared buffer.
+    pub fn shared(&self) -> &Arc<[u8]> {
+        self.0.bytes.get_or_init(|| {
+            let mut v = self
+                .0
+                .path
+                .as_ref()
+                .and_then(|p| std::fs::read(p).ok())
+                .unwrap_or_default();
+            if v.starts_with(&[0xEF, 0xBB, 0xBF]) {
+                v.drain(..3);
+            }
+            Arc::from(v)
+        })
+    }
+}
+
+impl std::ops::Deref for Data {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.bytes()
+    }
+}
+
+impl From<Arc<[u8]>> for Data {
+    fn from(bytes: Arc<[u8]>) -> Data {
+        Data(Arc::new(DataInner {
+            path: None,
+            bytes: OnceLock::from(bytes),
+        }))
+    }
+}
+
+impl From<Vec<u8>> for Data {
+    fn from(bytes: Vec<u8>) -> Data {
+        Data::from(Arc::<[u8]>::from(bytes))
+    }
+}
+
+impl From<&[u8]> for Data {
+    fn from(bytes: &[u8]) -> Data {
+        Data::from(Arc::<[u8]>::from(bytes))
+    }
 }
 
 /// A chart and its dependencies, after `.helmignore` filtering.

@@ -1,0 +1,59 @@
+//! Link layout of the release `antiopa` binary, which decides a large part
+//! of `antiopa template`'s peak memory (see compat/BENCHMARK.md).
+//!
+//! The kernel maps executable pages in 64 KiB blocks around each page a
+//! process runs, so the scattered few thousand functions one render uses
+//! keep nearly the whole 10 MB text resident. Two link options cut that:
+//!
+//! - The functions a render runs (`link/hot-functions.txt`: section-name
+//!   patterns with the hash replaced by `*`, collected from callgrind runs
+//!   over the corpus) are placed together in one output section ahead of
+//!   `.text`, by a GNU ld script that only `INSERT`s that section into the
+//!   default layout. A stale or missing pattern only costs memory, never
+//!   correctness.
+//! - The binary is linked as a position-dependent executable (`-no-pie`):
+//!   a PIE applies ~50,000 relocations at start-up, which writes to (and so
+//!   keeps private copies of) all 1.4 MB of `.data.rel.ro` and reads 1.3 MB
+//!   of relocation records. Helm's own binary (a static Go executable) is
+//!   not position-independent either; the cost is that the binary's own
+//!   image is not address-randomised.
+//!
+//! Only release builds of Linux GNU targets are affected; set
+//! `ANTIOPA_PLAIN_LINK=1` to link with the toolchain's defaults.
+
+use std::env;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=link/hot-functions.txt");
+    println!("cargo:rerun-if-env-changed=ANTIOPA_PLAIN_LINK");
+    let var = |k: &str| env::var(k).unwrap_or_default();
+    if var("PROFILE") != "release"
+        || var("CARGO_CFG_TARGET_OS") != "linux"
+        || var("CARGO_CFG_TARGET_ENV") != "gnu"
+        || !var("ANTIOPA_PLAIN_LINK").is_empty()
+    {
+        return;
+    }
+    let manifest = PathBuf::from(var("CARGO_MANIFEST_DIR"));
+    let Ok(list) = std::fs::read_to_string(manifest.join("link/hot-functions.txt")) else {
+        return;
+    };
+    let mut script = String::from("SECTIONS\n{\n  .text.antiopa_hot :\n  {\n");
+    for pattern in list
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        let _ = writeln!(script, "    *(.text.{pattern})");
+    }
+    script.push_str("  }\n}\nINSERT BEFORE .text;\n");
+    let out = PathBuf::from(var("OUT_DIR")).join("hot.ld");
+    if std::fs::write(&out, script).is_err() {
+        return;
+    }
+    println!("cargo:rustc-link-arg-bins=-Wl,-T,{}", out.display());
+    println!("cargo:rustc-link-arg-bins=-no-pie");
+}
