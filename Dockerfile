@@ -3,6 +3,7 @@
 FROM rust:1.95-slim-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
+COPY build.rs ./
 COPY src ./src
 COPY tests ./tests
 RUN cargo build --release --locked --bin antiopa && strip target/release/antiopa

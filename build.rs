@@ -5,7 +5,7 @@
 //! process runs, so the scattered few thousand functions one render uses
 //! keep nearly the whole 10 MB text resident. Two link options cut that:
 //!
-//! - The functions a render runs (`link/hot-functions.txt`: section-name
+//! - The functions a render runs (`tests/bench/hot-functions.txt`: section-name
 //!   patterns with the hash replaced by `*`, collected from callgrind runs
 //!   over the corpus) are placed together in one output section ahead of
 //!   `.text`, by a GNU ld script that only `INSERT`s that section into the
@@ -27,7 +27,7 @@ use std::path::PathBuf;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed=link/hot-functions.txt");
+    println!("cargo:rerun-if-changed=tests/bench/hot-functions.txt");
     println!("cargo:rerun-if-env-changed=ANTIOPA_PLAIN_LINK");
     let var = |k: &str| env::var(k).unwrap_or_default();
     if var("PROFILE") != "release"
@@ -38,7 +38,7 @@ fn main() {
         return;
     }
     let manifest = PathBuf::from(var("CARGO_MANIFEST_DIR"));
-    let Ok(list) = std::fs::read_to_string(manifest.join("link/hot-functions.txt")) else {
+    let Ok(list) = std::fs::read_to_string(manifest.join("tests/bench/hot-functions.txt")) else {
         return;
     };
     let mut script = String::from("SECTIONS\n{\n  .text.antiopa_hot :\n  {\n");

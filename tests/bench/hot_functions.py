@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate link/hot-functions.txt (see build.rs) from callgrind runs.
+"""Regenerate tests/bench/hot-functions.txt (see build.rs) from callgrind runs.
 
 Usage, from the repository root, after `cargo build --release`:
 
@@ -10,7 +10,7 @@ Usage, from the repository root, after `cargo build --release`:
       valgrind --tool=callgrind --demangle=no --callgrind-out-file=/tmp/hot.$c.cg \
         ../../<repo>/target/release/antiopa template <args of $c from cases.tsv> >/dev/null
     done
-    python3 tests/bench/hot_functions.py /tmp/hot.*.cg > link/hot-functions.txt
+    python3 tests/bench/hot_functions.py /tmp/hot.*.cg > tests/bench/hot-functions.txt
 
 (`--object=NAME` as the first argument selects a binary profiled under
 another file name. valgrind does not name the object of code placed in the
