@@ -98,7 +98,7 @@ pub struct RenderArgs {
     /// Remember in the --config file (created if missing) what original-layout
     /// modules' `initial_values` printed, under `<module>-values`; values already
     /// there win, so a generated password stays the same on later runs.
-    #[arg(long = "write-config", requires = "config")]
+    #[arg(long = "write-config")]
     write_config: bool,
 }
 
@@ -266,6 +266,9 @@ pub fn run_hook(cmd: HookCommand) -> i32 {
 }
 
 pub fn run_render(a: RenderArgs) -> i32 {
+    if a.write_config && a.tree.config.is_none() {
+        return fail("--write-config needs --config FILE (the ConfigMap manifest to write)");
+    }
     let mut tree = a.tree.clone();
     // --write-config may create the file: a missing one is an empty config.
     if a.write_config && tree.config.as_ref().is_some_and(|p| !p.exists()) {
