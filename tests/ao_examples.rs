@@ -14,14 +14,16 @@
 //! | 101-module-sysctl-tuner | `module-hooks` | no | module enabled by its own `values.yaml`, `Chart.yaml` without apiVersion, `$.Chart.Name`, hook on `beforeHelm`/`afterHelm`/`afterDeleteHelm` logging its binding; ConfigMap `*Enabled: "false"` disables: [`module_hooks_run_around_the_render`], [`module_hooks_config_disables_the_module`] |
 //! | 201-sysctl-tuner-values | `module-values` | no | `values.yaml` map deep-merged with the ConfigMap section (strings win, keys added), `range` over it, `default`: [`module_values_merge_config_over_values_yaml`] |
 //! | 202-module-symlinks | `module-symlinks` | no | `MODULES_DIR` with two dirs, a module symlinked from outside them, extensionless `onStartup` hooks with YAML config, `version: 1.0`, `module list`: [`module_symlinks_find_both_modules`] |
-//! | 700-go-hook | `shell-hooks` | no, but Go hooks must be compiled into addon-operator's binary: antiopa runs executable hooks only | the same bindings and outputs from shell hooks (global `onStartup` order 10; module `onStartup`, `beforeHelm`, `kubernetes` Pods with a filter, six-field `schedule`; metrics, values and config-values patches), Pods from `--snapshots`: [`shell_hooks_count_pods_from_snapshots`] |
+//! | 700-go-hook | `shell-hooks` | no (Pods come from `--snapshots`), but Go hooks must be compiled into addon-operator's binary: antiopa runs executable hooks only | the same bindings and outputs from shell hooks (global `onStartup` order 10; module `onStartup`, kubernetes `Synchronization`, `beforeHelm`; a `kubernetes` Pods binding with a filter, a six-field `schedule`; metrics, values and config-values patches, the latter written back by `--write-config`): [`shell_hooks_count_pods_from_snapshots`], [`hook_config_values_patches_are_written_back_with_write_config`] |
 //!
 //! Two behaviours these examples needed were changed in `src/module/`: a
 //! module's own `values.yaml` `<camelName>Enabled` switches it on (the
 //! documented behaviour, which 101, 201 and 202 rely on; addon-operator's
 //! HEAD static extender reads only the directory-level `values.yaml`, so with
-//! it those examples would deploy nothing), and hook stdout is logged (on
-//! stderr) as addon-operator logs it.
+//! it those examples would deploy nothing); hook stdout is logged (on
+//! stderr) as addon-operator logs it; and kubernetes bindings get their
+//! `Synchronization` run between `onStartup` and `beforeHelm` (700), as in
+//! addon-operator's `ModuleRun`. Schedules are not run by a one-shot render.
 //!
 //! Also here, the two offline gaps of issue 3: `afterHelm`/`afterAll` hooks
 //! (fixture `after-hooks`) and the original layout's `initial_values`
@@ -277,4 +279,68 @@ fn write_config_needs_config() {
     let (code, _, stderr) = run_in(&fixture("initial-values"), &["render", "--write-config"]);
     assert_eq!(code, 1);
     assert!(stderr.contains("--config"), "{stderr}");
+}
+
+/// addon-operator's docs/src/LIFECYCLE.md "Keys in values.yaml files": a
+/// module enabled in `modules/values.yaml` and disabled in its own
+/// `values.yaml` is disabled; the ConfigMap still wins over both.
+#[test]
+fn module_values_yaml_enabled_flag_wins_over_the_directory_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let modules = tmp.path().join("modules");
+    std::fs::create_dir_all(modules.join("001-nginx-ingress/templates")).unwrap();
+    std::fs::write(modules.join("values.yaml"), "nginxIngressEnabled: true\n").unwrap();
+    std::fs::write(
+        modules.join("001-nginx-ingress/values.yaml"),
+        "nginxIngressEnabled: false\n",
+    )
+    .unwrap();
+    std::fs::write(
+        tmp.path().join("on.yaml"),
+        "data:\n  nginxIngressEnabled: \"true\"\n",
+    )
+    .unwrap();
+    let list = |extra: &[&str]| {
+        let mut args = vec!["module", "list", "--global-hooks-dir", "none"];
+        args.extend_from_slice(extra);
+        let (code, stdout, stderr) = run_in(tmp.path(), &args);
+        assert_eq!(code, 0, "{stderr}");
+        stdout
+    };
+    assert_eq!(
+        list(&[]),
+        "ORDER  NAME           STATE     REASON\n\
+         1      nginx-ingress  disabled  module values.yaml: nginxIngressEnabled: false\n"
+    );
+    assert_eq!(
+        list(&["--config", "on.yaml"]),
+        "ORDER  NAME           STATE    REASON\n\
+         1      nginx-ingress  enabled  config: nginxIngressEnabled: \"true\"\n"
+    );
+}
+
+/// addon-operator saves the config values hooks patch to its ConfigMap
+/// (700-go-hook's `ConfigValues.Set`); `--write-config` does that offline.
+#[test]
+fn hook_config_values_patches_are_written_back_with_write_config() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("tree");
+    copy_tree(&fixture("shell-hooks"), &dir);
+    let (code, _, stderr) = run_in(
+        &dir,
+        &[
+            "render",
+            "--modules-dir",
+            "modules",
+            "--global-hooks-dir",
+            "global-hooks",
+            "--config",
+            "config.yaml",
+            "--snapshots",
+            "snapshots.yaml",
+            "--write-config",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    insta::assert_snapshot!(std::fs::read_to_string(dir.join("config.yaml")).unwrap());
 }

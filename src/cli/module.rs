@@ -95,9 +95,10 @@ pub struct RenderArgs {
     /// Write OUT/<module>.yaml files instead of printing.
     #[arg(long = "output-dir")]
     output_dir: Option<PathBuf>,
-    /// Remember in the --config file (created if missing) what original-layout
-    /// modules' `initial_values` printed, under `<module>-values`; values already
-    /// there win, so a generated password stays the same on later runs.
+    /// Write back to the --config file (created if missing), as the operator
+    /// saves its ConfigMap: config values hooks patched, and what original-layout
+    /// modules' `initial_values` printed (under `<module>-values`; values already
+    /// there win, so a generated password stays the same on later runs).
     #[arg(long = "write-config")]
     write_config: bool,
 }

@@ -29,7 +29,9 @@ use super::discovery::{Module, ModulesSettings, ModulesTree, discover};
 use super::enabled::{
     EnabledInputs, EnabledState, dynamic_enabled, run_enabled_script, state_before_script,
 };
-use crate::hooks::context::{snapshots_from_objects, snapshots_from_recorded};
+use crate::hooks::context::{
+    KubeEvent, combine_contexts, snapshots_from_objects, snapshots_from_recorded,
+};
 use crate::hooks::discovery::{
     discover_global_hooks, discover_legacy_hooks, discover_module_hooks,
 };
@@ -223,11 +225,13 @@ impl Session {
         Ok(())
     }
 
-    /// Loads the global hooks and runs their `onStartup`, then `beforeAll`
-    /// bindings, applying their patches.
+    /// Loads the global hooks and runs their `onStartup` bindings, their
+    /// kubernetes `Synchronization`, then `beforeAll` bindings, applying
+    /// their patches (addon-operator's start-up order).
     pub fn run_global_hooks(&mut self, on_stderr: &mut dyn FnMut(&str)) -> Result<(), ModuleError> {
         self.load_global_hooks()?;
         self.run_global_binding(BindingType::OnStartup, on_stderr)?;
+        self.run_global_synchronization(on_stderr)?;
         self.run_global_binding(BindingType::BeforeAll, on_stderr)
     }
 
@@ -261,11 +265,46 @@ impl Session {
                 .for_hook(hook)
                 .map_err(|e| ModuleError::Hook(format!("hook '{}': snapshots: {e}", hook.name)))?;
             let ctx = context_for(binding, hook, &snapshots);
+            self.run_global_hook(hook, binding, &ctx, on_stderr)?;
+        }
+        Ok(())
+    }
+
+    /// Global hooks' kubernetes `Synchronization` runs, after `onStartup`
+    /// (see [`Session::sync_contexts`]).
+    pub fn run_global_synchronization(
+        &mut self,
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<(), ModuleError> {
+        let hooks: Vec<Hook> = sort_by_binding(&self.global_hooks, BindingType::Kubernetes)
+            .into_iter()
+            .cloned()
+            .collect();
+        for hook in &hooks {
+            let ctx = self
+                .sync_contexts(hook)
+                .map_err(|e| ModuleError::Hook(format!("hook '{}': snapshots: {e}", hook.name)))?;
+            if !ctx.is_empty() {
+                self.run_global_hook(hook, BindingType::Kubernetes, &ctx, on_stderr)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One run of a global hook, applying its patches.
+    fn run_global_hook(
+        &mut self,
+        hook: &Hook,
+        binding: BindingType,
+        ctx: &[BindingContext],
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<(), ModuleError> {
+        {
             let values = Value::Object(self.values.global.values_with_prefix());
             let config_values = Value::Object(self.values.global.config_values_with_prefix());
             let input = RunInput {
                 binding,
-                contexts: &ctx,
+                contexts: ctx,
                 values: &values,
                 config_values: &config_values,
             };
@@ -469,14 +508,36 @@ impl Session {
         Ok(v)
     }
 
-    /// The original antiopa remembered `initial_values`' output in the
-    /// module's ConfigMap entry on the first run. Offline: for each
-    /// original-layout module whose script has run and printed values, the
-    /// new value of config key `<module-name>-values` — the script's output
-    /// with the key's current values merged over it (config wins, so a
-    /// remembered password is never replaced) — when that adds anything.
+    /// What `render --write-config` writes back to the ConfigMap, by key:
+    ///
+    /// - addon-operator saves the config values hooks patched
+    ///   (`CONFIG_VALUES_JSON_PATCH_PATH`) to the ConfigMap: each `global` or
+    ///   `<camelName>` section that differs from the config's, as it is now;
+    /// - the original antiopa remembered `initial_values`' output in the
+    ///   module's entry on the first run: for each original-layout module
+    ///   whose script has run and printed values, `<module-name>-values` —
+    ///   the script's output with the key's current values merged over it
+    ///   (config wins, so a remembered password is never replaced) — when
+    ///   that adds anything.
     pub fn remembered_config(&self) -> Result<BTreeMap<String, Values>, ModuleError> {
         let mut res = BTreeMap::new();
+        let global = self.values.global.config_values();
+        if global != self.config.kube.global.clone().unwrap_or_default() {
+            res.insert(self.values.global.key().to_string(), global);
+        }
+        for (name, store) in &self.values.modules {
+            let given = self
+                .config
+                .kube
+                .modules
+                .get(name)
+                .and_then(|c| c.values.clone())
+                .unwrap_or_default();
+            let now = store.config_values();
+            if now != given {
+                res.insert(store.key().to_string(), now);
+            }
+        }
         for (name, out) in self.initial_values.borrow().iter() {
             let Some(initial) = out else {
                 continue;
@@ -561,9 +622,10 @@ impl Session {
         Ok(hooks)
     }
 
-    /// Loads a module's hooks and runs their `onStartup` bindings (only on
-    /// the module's first run in this session, as addon-operator runs them
-    /// at start-up or on enablement), then `beforeHelm`, applying their
+    /// Loads a module's hooks and runs their `onStartup` bindings and
+    /// kubernetes `Synchronization` (only on the module's first run in this
+    /// session, as addon-operator runs them at start-up or on enablement),
+    /// then `beforeHelm`, applying their
     /// values patches. The first failure stops the module and names the
     /// hook and the binding.
     pub fn run_module_hooks(
@@ -573,6 +635,7 @@ impl Session {
     ) -> Result<(), ModuleError> {
         if !self.started_modules.contains(name) {
             self.run_module_binding(name, BindingType::OnStartup, on_stderr)?;
+            self.run_module_synchronization(name, on_stderr)?;
             self.started_modules.insert(name.to_string());
         }
         self.run_module_binding(name, BindingType::BeforeHelm, on_stderr)
@@ -604,7 +667,6 @@ impl Session {
     ) -> Result<(), ModuleError> {
         let m = self.module(name)?.clone();
         let hooks = self.module_hooks(&m)?;
-        let herr = |e: crate::hooks::HookError| ModuleError::Hook(format!("module '{name}': {e}"));
         for hook in sort_by_binding(&hooks, binding) {
             let snapshots = self.snapshots.for_hook(hook).map_err(|e| {
                 ModuleError::Hook(format!(
@@ -613,9 +675,76 @@ impl Session {
                 ))
             })?;
             let ctx = context_for(binding, hook, &snapshots);
+            self.run_module_hook(&m, hook, binding, &ctx, on_stderr)?;
+        }
+        Ok(())
+    }
+
+    /// A module's hooks' kubernetes `Synchronization` runs, after its
+    /// `onStartup` hooks and before `beforeHelm` (see
+    /// [`Session::sync_contexts`]).
+    pub fn run_module_synchronization(
+        &mut self,
+        name: &str,
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<(), ModuleError> {
+        let m = self.module(name)?.clone();
+        let hooks = self.module_hooks(&m)?;
+        for hook in sort_by_binding(&hooks, BindingType::Kubernetes) {
+            let ctx = self.sync_contexts(hook).map_err(|e| {
+                ModuleError::Hook(format!(
+                    "module '{name}': hook '{}': snapshots: {e}",
+                    hook.name
+                ))
+            })?;
+            if !ctx.is_empty() {
+                self.run_module_hook(&m, hook, BindingType::Kubernetes, &ctx, on_stderr)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The contexts of a hook's `Synchronization` run: one per kubernetes
+    /// binding with `executeHookOnSynchronization`, listing the objects of
+    /// `--snapshots` it would watch, combined into one run as
+    /// addon-operator's main queue compacts a hook's consecutive
+    /// Synchronization tasks (groups give one `Group` context). Empty when
+    /// no binding runs on Synchronization.
+    fn sync_contexts(&self, hook: &Hook) -> Result<Vec<BindingContext>, String> {
+        let snapshots = self.snapshots.for_hook(hook)?;
+        let runs = hook
+            .config
+            .kubernetes
+            .iter()
+            .filter(|k| k.execute_hook_on_synchronization)
+            .map(|k| {
+                let objects = snapshots.get(&k.name).cloned().unwrap_or_default();
+                vec![BindingContext::kubernetes(
+                    k,
+                    KubeEvent::Synchronization { objects },
+                    &snapshots,
+                )]
+            })
+            .collect();
+        Ok(combine_contexts(runs))
+    }
+
+    /// One run of a module hook, applying its values patches (an original
+    /// layout `before-helm` hook's returned values are kept instead).
+    fn run_module_hook(
+        &mut self,
+        m: &Module,
+        hook: &Hook,
+        binding: BindingType,
+        ctx: &[BindingContext],
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<(), ModuleError> {
+        let name = m.name.as_str();
+        let herr = |e: crate::hooks::HookError| ModuleError::Hook(format!("module '{name}': {e}"));
+        {
             let (values, config_values) = if m.legacy {
                 (
-                    Value::Object(self.legacy_module_values(&m, on_stderr)?),
+                    Value::Object(self.legacy_module_values(m, on_stderr)?),
                     Value::Object(Values::new()),
                 )
             } else {
@@ -630,7 +759,7 @@ impl Session {
             };
             let input = RunInput {
                 binding,
-                contexts: &ctx,
+                contexts: ctx,
                 values: &values,
                 config_values: &config_values,
             };
@@ -645,7 +774,7 @@ impl Session {
                         .or_default()
                         .push(ret);
                 }
-                continue;
+                return Ok(());
             }
             let wrap = |e: crate::values::ValuesError| {
                 ModuleError::Hook(format!(
