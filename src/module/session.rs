@@ -1,20 +1,27 @@
 //! One offline run over a modules tree, in addon-operator's start-up order:
 //! discovery and static values ([`Session::load`]), global hooks
-//! (`onStartup`, then `beforeAll`; [`Session::run_global_hooks`]), enabled
-//! state ([`Session::compute_enabled`], which also injects
-//! `global.enabledModules`), then per module its `onStartup` and
-//! `beforeHelm` hooks ([`Session::run_module_hooks`]) and the values given
-//! to Helm ([`Session::helm_values`]).
+//! (`onStartup`, kubernetes `Synchronization`, then `beforeAll`;
+//! [`Session::run_global_hooks`]), enabled state
+//! ([`Session::compute_enabled`], which also injects
+//! `global.enabledModules`), then per module its `onStartup` hooks and
+//! kubernetes `Synchronization` (first run only) and `beforeHelm` hooks
+//! ([`Session::run_module_hooks`]), the values given to Helm
+//! ([`Session::helm_values`]) and, after the render, its `afterHelm` hooks
+//! ([`Session::run_after_helm`]); global `afterAll` hooks last
+//! ([`Session::run_after_all`]). `super::render` drives the re-runs these
+//! last two trigger in addon-operator.
 //!
 //! Modules in the original antiopa layout keep that layout's values: one
 //! flat map from `crate::values::legacy` (directory `values.yaml`, global
 //! hooks' returned values, module `values.yaml`, `initial_values` output,
 //! config `values`, config `<module-name>-values`), and values their own
 //! `before-helm` hooks return through `RETURN_VALUES_PATH` are merged on
-//! top. Their hooks get that flat map in `VALUES_PATH`.
+//! top. Their hooks get that flat map in `VALUES_PATH`. What the session
+//! would save to the ConfigMap (hook config patches, remembered
+//! `initial_values`) is [`Session::remembered_config`].
 //!
 //! Offline, kubernetes bindings see the snapshots of `--snapshots`
-//! ([`SnapshotInput`]), else empty ones.
+//! ([`SnapshotInput`]), else empty ones. Schedules do not run.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
