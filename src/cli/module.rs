@@ -12,9 +12,10 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::hooks::discovery::FoundHook;
 use crate::hooks::{Hook, HookScope, RunOptions};
+use crate::module::render::render_tree;
 use crate::module::render::write_results;
 use crate::module::{
-    ModuleError, ModulesSettings, OfflineConfig, RenderOptions, Session, render_modules,
+    ModuleError, ModulesSettings, OfflineConfig, RenderOptions, Session, write_config_data,
 };
 use crate::values::{values_key, values_to_json, values_to_yaml};
 
@@ -94,6 +95,12 @@ pub struct RenderArgs {
     /// Write OUT/<module>.yaml files instead of printing.
     #[arg(long = "output-dir")]
     output_dir: Option<PathBuf>,
+    /// Write back to the --config file (created if missing), as the operator
+    /// saves its ConfigMap: config values hooks patched, and what original-layout
+    /// modules' `initial_values` printed (under `<module>-values`; values already
+    /// there win, so a generated password stays the same on later runs).
+    #[arg(long = "write-config")]
+    write_config: bool,
 }
 
 fn settings(t: &TreeArgs) -> Result<ModulesSettings, ModuleError> {
@@ -260,7 +267,15 @@ pub fn run_hook(cmd: HookCommand) -> i32 {
 }
 
 pub fn run_render(a: RenderArgs) -> i32 {
-    let mut s = match session(&a.tree) {
+    if a.write_config && a.tree.config.is_none() {
+        return fail("--write-config needs --config FILE (the ConfigMap manifest to write)");
+    }
+    let mut tree = a.tree.clone();
+    // --write-config may create the file: a missing one is an empty config.
+    if a.write_config && tree.config.as_ref().is_some_and(|p| !p.exists()) {
+        tree.config = None;
+    }
+    let mut s = match session(&tree) {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
@@ -275,22 +290,39 @@ pub fn run_render(a: RenderArgs) -> i32 {
         only: a.modules,
     };
     let mut fwd = forward_stderr;
-    let results = match render_modules(&mut s, &opts, &mut fwd) {
+    let report = match render_tree(&mut s, &opts, &mut fwd) {
         Ok(r) => r,
         Err(e) => return fail(e),
     };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let ok = write_results(
-        &results,
+        &report.modules,
         a.output_dir.as_deref(),
         &mut out,
         &mut std::io::stderr(),
     );
     let _ = out.flush();
-    match ok {
+    let mut code = match ok {
         Ok(true) => 0,
         Ok(false) => 1,
         Err(e) => fail(e),
+    };
+    if let Some(e) = &report.after_all {
+        code = fail(e);
     }
+    if a.write_config
+        && let Some(path) = &a.tree.config
+    {
+        let written = s
+            .remembered_config()
+            .and_then(|updates| match updates.is_empty() {
+                true => Ok(()),
+                false => write_config_data(path, &updates),
+            });
+        if let Err(e) = written {
+            code = fail(e);
+        }
+    }
+    code
 }

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::ModuleError;
 use crate::values::legacy::legacy_config;
-use crate::values::{KubeConfig, Values, parse_config_data};
+use crate::values::{KubeConfig, Values, parse_config_data, values_to_yaml};
 
 /// A parsed `--config` file.
 #[derive(Clone, Debug, Default)]
@@ -120,4 +120,55 @@ pub fn glob_matches(pattern: &str, name: &str) -> bool {
     }
     re.push('$');
     Regex::new(&re).is_ok_and(|r| r.is_match(name))
+}
+
+/// `render --write-config`: stores `updates` (config key → values) in the
+/// ConfigMap manifest at `path`, each as YAML text (ConfigMap data holds
+/// strings). A missing file is created as ConfigMap `addon-operator`. The
+/// manifest is written back as YAML: its keys sorted, comments not kept.
+pub fn write_config_data(
+    path: &Path,
+    updates: &BTreeMap<String, Values>,
+) -> Result<(), ModuleError> {
+    let fail = |message: String| ModuleError::Config {
+        path: path.display().to_string(),
+        message,
+    };
+    let mut doc = match std::fs::read_to_string(path) {
+        Ok(text) => match crate::values::convert::value_from_yaml(&text).map_err(|e| fail(e.0))? {
+            Value::Object(m) => m,
+            Value::Null => Values::new(),
+            _ => return Err(fail("expected a ConfigMap manifest (a map)".into())),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Values::new(),
+        Err(e) => {
+            return Err(ModuleError::Io {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            });
+        }
+    };
+    if doc.is_empty() {
+        doc.insert("apiVersion".into(), Value::String("v1".into()));
+        doc.insert("kind".into(), Value::String("ConfigMap".into()));
+        let mut meta = Values::new();
+        meta.insert("name".into(), Value::String("addon-operator".into()));
+        doc.insert("metadata".into(), Value::Object(meta));
+    }
+    let data = doc
+        .entry("data")
+        .or_insert_with(|| Value::Object(Values::new()));
+    if data.is_null() {
+        *data = Value::Object(Values::new());
+    }
+    let Value::Object(data) = data else {
+        return Err(fail("'data' must be a map of strings".into()));
+    };
+    for (k, v) in updates {
+        data.insert(k.clone(), Value::String(values_to_yaml(v)));
+    }
+    std::fs::write(path, values_to_yaml(&doc)).map_err(|e| ModuleError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })
 }

@@ -1,9 +1,15 @@
 //! Which modules are enabled: addon-operator's extender chain
 //! (`pkg/module_manager/scheduler`), each step overriding the previous one
 //! when it has an opinion:
-//! 1. `Static`: `<camelName>Enabled` in a directory `values.yaml` (the
-//!    module's own `values.yaml` does not count — addon-operator's static
-//!    extender reads only the directory-level file);
+//! 1. `Static`: `<camelName>Enabled` in a directory `values.yaml`, then in
+//!    the module's own `values.yaml` (which wins). This is the documented
+//!    behaviour (docs/src/LIFECYCLE.md "Modules discovery", whose example has
+//!    a module's own `values.yaml` disable a module the directory file
+//!    enables) that addon-operator's own examples rely on (101, 201 and 202
+//!    enable their modules only there). addon-operator's HEAD static extender
+//!    reads only the directory-level file, so those examples would deploy
+//!    nothing; we keep the documented behaviour (see
+//!    `tests/ao_examples.rs`);
 //! 2. `DynamicallyEnabled`: global hooks' patches of `/<camelName>Enabled`
 //!    (the last operation wins; `remove` withdraws the opinion);
 //! 3. `KubeConfig`: config key `<camelName>Enabled`;
@@ -77,6 +83,8 @@ pub struct EnabledInputs<'a> {
     pub static_enabled: &'a [String],
     /// Directory `values.yaml` files, to tell "false" from "absent".
     pub dir_values: &'a [Values],
+    /// `<camelName>Enabled` in the module's own `values.yaml`.
+    pub module_flag: Option<bool>,
     pub dynamic: &'a BTreeMap<String, Option<bool>>,
     pub config: Option<bool>,
     pub disabled_by: Option<&'a str>,
@@ -103,6 +111,10 @@ pub fn state_before_script(i: &EnabledInputs<'_>) -> EnabledState {
         let on = i.static_enabled.iter().any(|n| n == i.name);
         st.enabled = on;
         st.reason = format!("values.yaml: {key}: {on}");
+    }
+    if let Some(on) = i.module_flag {
+        st.enabled = on;
+        st.reason = format!("module values.yaml: {key}: {on}");
     }
     if let Some(Some(on)) = i.dynamic.get(&key) {
         st.enabled = *on;

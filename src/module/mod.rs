@@ -20,7 +20,7 @@ pub mod render;
 pub mod session;
 pub mod tree_render;
 
-pub use config::OfflineConfig;
+pub use config::{OfflineConfig, write_config_data};
 pub use discovery::{Module, ModulesSettings, ModulesTree, discover};
 pub use enabled::EnabledState;
 pub use render::{RenderOptions, RenderedModule, render_modules};

@@ -1,8 +1,12 @@
 //! `antiopa render`: global hooks, enabled state, then for each enabled
 //! module (in module order) its `onStartup` and `beforeHelm` hooks, its
-//! values (validated with `x-required-for-helm`), and the chart pipeline
-//! with `helm template <module-name> <module-dir> --namespace NS --values
-//! <effective values>` semantics, so the output is what that command prints.
+//! values (validated with `x-required-for-helm`), the chart pipeline with
+//! `helm template <module-name> <module-dir> --namespace NS --values
+//! <effective values>` semantics, so the output is what that command prints,
+//! and its `afterHelm` hooks; global `afterAll` hooks last. Hooks that
+//! change values after a render make addon-operator run again, and so does
+//! this (see [`render_tree`]): the output is what addon-operator ends up
+//! deploying.
 //!
 //! A module that fails (hook, values, render) renders nothing and keeps its
 //! error; the others still render. A failing global hook stops everything,
@@ -20,6 +24,7 @@ use super::discovery::Module;
 use super::session::Session;
 use crate::chart::strvals::ValueOptions;
 use crate::chart::template::{self, TemplateSettings};
+use crate::hooks::BindingType;
 use crate::values::{Values, values_to_yaml};
 
 /// What to render.
@@ -39,21 +44,85 @@ pub struct RenderedModule {
     pub result: Result<String, ModuleError>,
 }
 
+/// How many times a module is run while its `afterHelm` hooks keep
+/// changing its values, and how many times the whole tree converges while
+/// `afterAll` hooks keep changing global values. addon-operator has no
+/// limit (it re-runs forever); offline such a module is an error.
+pub const MAX_RUNS: usize = 10;
+
+/// Everything one `antiopa render` produced.
+#[derive(Debug, Default)]
+pub struct RenderReport {
+    /// Per module, in module order (of the last convergence).
+    pub modules: Vec<RenderedModule>,
+    /// A failing global `afterAll` hook, or `afterAll` hooks that never
+    /// stop changing global values. The modules above rendered; in
+    /// addon-operator the convergence would be retried.
+    pub after_all: Option<ModuleError>,
+}
+
 /// Runs the whole pipeline; `Err` only for failures that stop every module
 /// (discovery is already done by [`Session::load`]; global hooks, enabled
-/// state, unknown module names).
+/// state, unknown module names) and for a failing `afterAll` hook.
 pub fn render_modules(
     session: &mut Session,
     opts: &RenderOptions,
     on_stderr: &mut dyn FnMut(&str),
 ) -> Result<Vec<RenderedModule>, ModuleError> {
+    let report = render_tree(session, opts, on_stderr)?;
+    match report.after_all {
+        Some(e) => Err(e),
+        None => Ok(report.modules),
+    }
+}
+
+/// addon-operator's convergence, offline: global `onStartup` and
+/// `beforeAll` hooks, enabled state, every enabled module (see
+/// [`run_module`]), then global `afterAll` hooks. If those changed global
+/// values or enabled flags, addon-operator converges again (`ReloadAll`,
+/// without `onStartup` hooks); so does this, up to [`MAX_RUNS`] times, and
+/// the output is that of the last convergence.
+pub fn render_tree(
+    session: &mut Session,
+    opts: &RenderOptions,
+    on_stderr: &mut dyn FnMut(&str),
+) -> Result<RenderReport, ModuleError> {
     for name in &opts.only {
         if session.tree.get(name).is_none() {
             return Err(ModuleError::UnknownModule(name.clone()));
         }
     }
     session.run_global_hooks(on_stderr)?;
-    session.compute_enabled(on_stderr)?;
+    let mut report = RenderReport::default();
+    for round in 0..MAX_RUNS {
+        if round > 0 {
+            session.run_global_binding(BindingType::BeforeAll, on_stderr)?;
+        }
+        session.compute_enabled(on_stderr)?;
+        report.modules = converge_modules(session, opts, on_stderr);
+        match session.run_after_all(on_stderr) {
+            Ok(false) => return Ok(report),
+            Ok(true) => {}
+            Err(e) => {
+                report.after_all = Some(e);
+                return Ok(report);
+            }
+        }
+    }
+    report.after_all = Some(ModuleError::Hook(format!(
+        "global afterAll hooks still change global values after {MAX_RUNS} convergences; \
+         addon-operator would converge again and again"
+    )));
+    Ok(report)
+}
+
+/// One pass over the modules: each enabled one runs; disabled ones are
+/// listed only when asked for by name.
+fn converge_modules(
+    session: &mut Session,
+    opts: &RenderOptions,
+    on_stderr: &mut dyn FnMut(&str),
+) -> Vec<RenderedModule> {
     let modules: Vec<Module> = session
         .tree
         .modules
@@ -78,27 +147,46 @@ pub fn render_modules(
             }
             continue;
         }
-        let result = render_one(session, &m, &opts.namespace, on_stderr);
+        let result = run_module(session, &m, &opts.namespace, on_stderr);
         res.push(RenderedModule {
             name: m.name.clone(),
             result,
         });
     }
-    Ok(res)
+    res
 }
 
-fn render_one(
+/// addon-operator's `ModuleRun`: `onStartup` hooks (first run only),
+/// `beforeHelm` hooks, values, the chart, then `afterHelm` hooks. When
+/// those change the module's values addon-operator runs the module again
+/// and deploys the new render; so does this, up to [`MAX_RUNS`] times. An
+/// `afterHelm` failure fails the module (addon-operator retries the whole
+/// run).
+pub fn run_module(
     session: &mut Session,
     m: &Module,
     namespace: &str,
     on_stderr: &mut dyn FnMut(&str),
 ) -> Result<String, ModuleError> {
-    session.run_module_hooks(&m.name, on_stderr)?;
-    let values = session.helm_values(&m.name, on_stderr)?;
-    if !m.has_chart {
-        return Ok(String::new());
+    for _ in 0..MAX_RUNS {
+        session.run_module_hooks(&m.name, on_stderr)?;
+        let values = session.helm_values(&m.name, on_stderr)?;
+        let text = if m.has_chart {
+            render_chart(m, &values, namespace, &session.run.tmp_dir, on_stderr)?
+        } else {
+            String::new()
+        };
+        if !session.run_after_helm(&m.name, on_stderr)? {
+            return Ok(text);
+        }
     }
-    render_chart(m, &values, namespace, &session.run.tmp_dir, on_stderr)
+    Err(ModuleError::Render {
+        module: m.name.clone(),
+        message: format!(
+            "afterHelm hooks still change the module's values after {MAX_RUNS} runs; \
+             addon-operator would run the module again and again"
+        ),
+    })
 }
 
 /// Removes a temporary directory when dropped.

@@ -1,22 +1,30 @@
 //! One offline run over a modules tree, in addon-operator's start-up order:
 //! discovery and static values ([`Session::load`]), global hooks
-//! (`onStartup`, then `beforeAll`; [`Session::run_global_hooks`]), enabled
-//! state ([`Session::compute_enabled`], which also injects
-//! `global.enabledModules`), then per module its `onStartup` and
-//! `beforeHelm` hooks ([`Session::run_module_hooks`]) and the values given
-//! to Helm ([`Session::helm_values`]).
+//! (`onStartup`, kubernetes `Synchronization`, then `beforeAll`;
+//! [`Session::run_global_hooks`]), enabled state
+//! ([`Session::compute_enabled`], which also injects
+//! `global.enabledModules`), then per module its `onStartup` hooks and
+//! kubernetes `Synchronization` (first run only) and `beforeHelm` hooks
+//! ([`Session::run_module_hooks`]), the values given to Helm
+//! ([`Session::helm_values`]) and, after the render, its `afterHelm` hooks
+//! ([`Session::run_after_helm`]); global `afterAll` hooks last
+//! ([`Session::run_after_all`]). `super::render` drives the re-runs these
+//! last two trigger in addon-operator.
 //!
 //! Modules in the original antiopa layout keep that layout's values: one
 //! flat map from `crate::values::legacy` (directory `values.yaml`, global
 //! hooks' returned values, module `values.yaml`, `initial_values` output,
 //! config `values`, config `<module-name>-values`), and values their own
 //! `before-helm` hooks return through `RETURN_VALUES_PATH` are merged on
-//! top. Their hooks get that flat map in `VALUES_PATH`.
+//! top. Their hooks get that flat map in `VALUES_PATH`. What the session
+//! would save to the ConfigMap (hook config patches, remembered
+//! `initial_values`) is [`Session::remembered_config`].
 //!
 //! Offline, kubernetes bindings see the snapshots of `--snapshots`
-//! ([`SnapshotInput`]), else empty ones.
+//! ([`SnapshotInput`]), else empty ones. Schedules do not run.
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
@@ -28,7 +36,9 @@ use super::discovery::{Module, ModulesSettings, ModulesTree, discover};
 use super::enabled::{
     EnabledInputs, EnabledState, dynamic_enabled, run_enabled_script, state_before_script,
 };
-use crate::hooks::context::{snapshots_from_objects, snapshots_from_recorded};
+use crate::hooks::context::{
+    KubeEvent, combine_contexts, snapshots_from_objects, snapshots_from_recorded,
+};
 use crate::hooks::discovery::{
     discover_global_hooks, discover_legacy_hooks, discover_module_hooks,
 };
@@ -39,7 +49,8 @@ use crate::hooks::{
 use crate::values::legacy::LegacySources;
 use crate::values::merge::merge_into;
 use crate::values::sources::{
-    read_global_sources, read_module_sources, read_values_file, static_enabled_modules,
+    enabled_flag, read_global_sources, read_module_sources, read_values_file,
+    static_enabled_modules,
 };
 use crate::values::{EffectiveValues, PatchOp, Values, ValuesSources, legacy_values, values_key};
 
@@ -126,6 +137,14 @@ pub struct Session {
     pub run: RunOptions,
     /// Snapshots for kubernetes bindings.
     pub snapshots: SnapshotInput,
+    global_hooks_loaded: bool,
+    /// Module hooks by module name, once loaded.
+    module_hooks: BTreeMap<String, Vec<Hook>>,
+    /// Modules whose `onStartup` hooks have run.
+    started_modules: BTreeSet<String>,
+    /// What each original-layout module's `initial_values` printed, run
+    /// once per session (`None`: no script or no output).
+    initial_values: RefCell<BTreeMap<String, Option<Values>>>,
 }
 
 fn hook_err(e: impl std::fmt::Display) -> ModuleError {
@@ -177,13 +196,20 @@ impl Session {
             enabled: BTreeMap::new(),
             run,
             snapshots: SnapshotInput::None,
+            global_hooks_loaded: false,
+            module_hooks: BTreeMap::new(),
+            started_modules: BTreeSet::new(),
+            initial_values: RefCell::new(BTreeMap::new()),
         })
     }
 
-    /// Loads the global hooks (`--config` of each) and runs their
-    /// `onStartup`, then `beforeAll` bindings, applying their patches.
-    pub fn run_global_hooks(&mut self, on_stderr: &mut dyn FnMut(&str)) -> Result<(), ModuleError> {
+    /// Loads the global hooks (`--config` of each), once per session.
+    pub fn load_global_hooks(&mut self) -> Result<(), ModuleError> {
+        if self.global_hooks_loaded {
+            return Ok(());
+        }
         let Some(dir) = self.tree.global_hooks_dir.clone() else {
+            self.global_hooks_loaded = true;
             return Ok(());
         };
         let legacy_dir = dir.join(LegacyStage::OnKubeNodeChange.dir());
@@ -202,47 +228,116 @@ impl Session {
             ));
         }
         self.global_hooks = hooks;
-        for binding in [BindingType::OnStartup, BindingType::BeforeAll] {
-            let hooks: Vec<Hook> = sort_by_binding(&self.global_hooks, binding)
-                .into_iter()
-                .cloned()
-                .collect();
-            for hook in &hooks {
-                let snapshots = self.snapshots.for_hook(hook).map_err(|e| {
-                    ModuleError::Hook(format!("hook '{}': snapshots: {e}", hook.name))
-                })?;
-                let ctx = context_for(binding, hook, &snapshots);
-                let values = Value::Object(self.values.global.values_with_prefix());
-                let config_values = Value::Object(self.values.global.config_values_with_prefix());
-                let input = RunInput {
-                    binding,
-                    contexts: &ctx,
-                    values: &values,
-                    config_values: &config_values,
-                };
-                let out = hook.run(&input, &self.run, on_stderr).map_err(hook_err)?;
-                let wrap = |e: crate::values::ValuesError| {
-                    ModuleError::Hook(format!(
-                        "hook '{}' (binding {}): {e}",
-                        hook.name,
-                        binding.as_str()
-                    ))
-                };
-                let outcome = self
-                    .values
-                    .global
-                    .apply_hook_config_patch(&hook.name, &out.config_values_patch)
-                    .map_err(wrap)?;
-                self.enabled_ops.extend(outcome.enabled.operations);
-                let outcome = self
-                    .values
-                    .global
-                    .apply_hook_patch(&hook.name, &out.values_patch)
-                    .map_err(wrap)?;
-                self.enabled_ops.extend(outcome.enabled.operations);
-                if let Some(Value::Object(ret)) = out.return_values {
-                    self.legacy_returns.push(ret);
-                }
+        self.global_hooks_loaded = true;
+        Ok(())
+    }
+
+    /// Loads the global hooks and runs their `onStartup` bindings, their
+    /// kubernetes `Synchronization`, then `beforeAll` bindings, applying
+    /// their patches (addon-operator's start-up order).
+    pub fn run_global_hooks(&mut self, on_stderr: &mut dyn FnMut(&str)) -> Result<(), ModuleError> {
+        self.load_global_hooks()?;
+        self.run_global_binding(BindingType::OnStartup, on_stderr)?;
+        self.run_global_synchronization(on_stderr)?;
+        self.run_global_binding(BindingType::BeforeAll, on_stderr)
+    }
+
+    /// The global `afterAll` hooks, run once every enabled module has run.
+    /// Returns whether they changed the global values or a module's enabled
+    /// flag: addon-operator then converges again (`ReloadAll`: `beforeAll`,
+    /// enabled state, every module, `afterAll`; global-hook-run/task.go,
+    /// `LastAfterAllHook`).
+    pub fn run_after_all(&mut self, on_stderr: &mut dyn FnMut(&str)) -> Result<bool, ModuleError> {
+        self.load_global_hooks()?;
+        let values = self.values.global.values().clone();
+        let flags = dynamic_enabled(&self.enabled_ops);
+        self.run_global_binding(BindingType::AfterAll, on_stderr)?;
+        Ok(self.values.global.values() != &values || dynamic_enabled(&self.enabled_ops) != flags)
+    }
+
+    /// Runs the loaded global hooks having `binding`, in order, applying
+    /// their patches. The first failure stops and names the hook.
+    pub fn run_global_binding(
+        &mut self,
+        binding: BindingType,
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<(), ModuleError> {
+        let hooks: Vec<Hook> = sort_by_binding(&self.global_hooks, binding)
+            .into_iter()
+            .cloned()
+            .collect();
+        for hook in &hooks {
+            let snapshots = self
+                .snapshots
+                .for_hook(hook)
+                .map_err(|e| ModuleError::Hook(format!("hook '{}': snapshots: {e}", hook.name)))?;
+            let ctx = context_for(binding, hook, &snapshots);
+            self.run_global_hook(hook, binding, &ctx, on_stderr)?;
+        }
+        Ok(())
+    }
+
+    /// Global hooks' kubernetes `Synchronization` runs, after `onStartup`
+    /// (see [`Session::sync_contexts`]).
+    pub fn run_global_synchronization(
+        &mut self,
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<(), ModuleError> {
+        let hooks: Vec<Hook> = sort_by_binding(&self.global_hooks, BindingType::Kubernetes)
+            .into_iter()
+            .cloned()
+            .collect();
+        for hook in &hooks {
+            let ctx = self
+                .sync_contexts(hook)
+                .map_err(|e| ModuleError::Hook(format!("hook '{}': snapshots: {e}", hook.name)))?;
+            if !ctx.is_empty() {
+                self.run_global_hook(hook, BindingType::Kubernetes, &ctx, on_stderr)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One run of a global hook, applying its patches.
+    fn run_global_hook(
+        &mut self,
+        hook: &Hook,
+        binding: BindingType,
+        ctx: &[BindingContext],
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<(), ModuleError> {
+        {
+            let values = Value::Object(self.values.global.values_with_prefix());
+            let config_values = Value::Object(self.values.global.config_values_with_prefix());
+            let input = RunInput {
+                binding,
+                contexts: ctx,
+                values: &values,
+                config_values: &config_values,
+            };
+            let out = hook.run(&input, &self.run, on_stderr).map_err(hook_err)?;
+            forward_stdout(hook, &out.stdout, on_stderr);
+            let wrap = |e: crate::values::ValuesError| {
+                ModuleError::Hook(format!(
+                    "hook '{}' (binding {}): {e}",
+                    hook.name,
+                    binding.as_str()
+                ))
+            };
+            let outcome = self
+                .values
+                .global
+                .apply_hook_config_patch(&hook.name, &out.config_values_patch)
+                .map_err(wrap)?;
+            self.enabled_ops.extend(outcome.enabled.operations);
+            let outcome = self
+                .values
+                .global
+                .apply_hook_patch(&hook.name, &out.values_patch)
+                .map_err(wrap)?;
+            self.enabled_ops.extend(outcome.enabled.operations);
+            if let Some(Value::Object(ret)) = out.return_values {
+                self.legacy_returns.push(ret);
             }
         }
         Ok(())
@@ -258,11 +353,17 @@ impl Session {
         let mut enabled_so_far: Vec<String> = Vec::new();
         let modules = self.tree.modules.clone();
         for m in &modules {
+            let module_flag = if m.legacy {
+                None
+            } else {
+                module_enabled_flag(m)?
+            };
             let inputs = EnabledInputs {
                 name: &m.name,
                 legacy: m.legacy,
                 static_enabled: &static_enabled,
                 dir_values: &dir_values,
+                module_flag,
                 dynamic: &dynamic,
                 config: self
                     .config
@@ -319,11 +420,19 @@ impl Session {
             self.enabled.insert(m.name.clone(), st);
         }
         enabled_so_far.sort();
-        if !enabled_so_far.is_empty() {
+        let op = if !enabled_so_far.is_empty() {
             let list = Value::Array(enabled_so_far.into_iter().map(Value::String).collect());
+            Some(PatchOp::add("/global/enabledModules", list))
+        } else if self.values.global.values().contains_key("enabledModules") {
+            // A later convergence with every module disabled.
+            Some(PatchOp::remove("/global/enabledModules"))
+        } else {
+            None
+        };
+        if let Some(op) = op {
             self.values
                 .global
-                .append_patch(&[PatchOp::add("/global/enabledModules", list)])
+                .append_patch(&[op])
                 .map_err(|e| ModuleError::global_values(&e))?;
         }
         Ok(())
@@ -386,9 +495,74 @@ impl Session {
         Ok(v)
     }
 
-    /// The YAML an executable `initial_values` prints. Offline there is no
-    /// ConfigMap to remember it in; config values still win over it.
+    /// The YAML an executable `initial_values` prints, run once per
+    /// session so every hook and the chart see the same output. Config
+    /// values (sources 5 and 6) win over it; [`Session::remembered_config`]
+    /// is what `render --write-config` stores so that the output of the
+    /// first run (a generated password) stays on later runs.
     fn initial_values(
+        &self,
+        m: &Module,
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<Option<Values>, ModuleError> {
+        if let Some(v) = self.initial_values.borrow().get(&m.name) {
+            return Ok(v.clone());
+        }
+        let v = self.run_initial_values(m, on_stderr)?;
+        self.initial_values
+            .borrow_mut()
+            .insert(m.name.clone(), v.clone());
+        Ok(v)
+    }
+
+    /// What `render --write-config` writes back to the ConfigMap, by key:
+    ///
+    /// - addon-operator saves the config values hooks patched
+    ///   (`CONFIG_VALUES_JSON_PATCH_PATH`) to the ConfigMap: each `global` or
+    ///   `<camelName>` section that differs from the config's, as it is now;
+    /// - the original antiopa remembered `initial_values`' output in the
+    ///   module's entry on the first run: for each original-layout module
+    ///   whose script has run and printed values, `<module-name>-values` —
+    ///   the script's output with the key's current values merged over it
+    ///   (config wins, so a remembered password is never replaced) — when
+    ///   that adds anything.
+    pub fn remembered_config(&self) -> Result<BTreeMap<String, Values>, ModuleError> {
+        let mut res = BTreeMap::new();
+        let global = self.values.global.config_values();
+        if global != self.config.kube.global.clone().unwrap_or_default() {
+            res.insert(self.values.global.key().to_string(), global);
+        }
+        for (name, store) in &self.values.modules {
+            let given = self
+                .config
+                .kube
+                .modules
+                .get(name)
+                .and_then(|c| c.values.clone())
+                .unwrap_or_default();
+            let now = store.config_values();
+            if now != given {
+                res.insert(store.key().to_string(), now);
+            }
+        }
+        for (name, out) in self.initial_values.borrow().iter() {
+            let Some(initial) = out else {
+                continue;
+            };
+            let (_, current) = self.config.legacy_values(name)?;
+            let mut merged = initial.clone();
+            if let Some(c) = &current {
+                merge_into(&mut merged, c).map_err(|e| ModuleError::values(name, &e))?;
+            }
+            if current.as_ref() != Some(&merged) {
+                res.insert(crate::values::legacy::legacy_config_key(name), merged);
+            }
+        }
+        Ok(res)
+    }
+
+    /// Runs an executable `initial_values` and parses what it prints.
+    fn run_initial_values(
         &self,
         m: &Module,
         on_stderr: &mut dyn FnMut(&str),
@@ -426,15 +600,14 @@ impl Session {
             .map_err(|e| fail(format!("bad YAML on stdout: {}", e.0)))
     }
 
-    /// Loads a module's hooks and runs their `onStartup`, then `beforeHelm`
-    /// bindings, applying their values patches. The first failure stops the
-    /// module and names the hook and the binding.
-    pub fn run_module_hooks(
-        &mut self,
-        name: &str,
-        on_stderr: &mut dyn FnMut(&str),
-    ) -> Result<(), ModuleError> {
-        let m = self.module(name)?.clone();
+    /// A module's hooks, loaded (`--config` of each) on first use: an
+    /// addon-operator layout module's `hooks/`, or the original layout's
+    /// `hooks/before-helm/` and `hooks/after-helm/`.
+    fn module_hooks(&mut self, m: &Module) -> Result<Vec<Hook>, ModuleError> {
+        if let Some(h) = self.module_hooks.get(&m.name) {
+            return Ok(h.clone());
+        }
+        let name = &m.name;
         let herr = |e: crate::hooks::HookError| ModuleError::Hook(format!("module '{name}': {e}"));
         let scope = HookScope::Module {
             module: m.name.clone(),
@@ -442,69 +615,188 @@ impl Session {
         };
         let mut hooks = Vec::new();
         if m.legacy {
-            for found in discover_legacy_hooks(&m.path, LegacyStage::BeforeHelm).map_err(&herr)? {
-                hooks.push(Hook::legacy(found, scope.clone(), LegacyStage::BeforeHelm));
+            for stage in [LegacyStage::BeforeHelm, LegacyStage::AfterHelm] {
+                for found in discover_legacy_hooks(&m.path, stage).map_err(&herr)? {
+                    hooks.push(Hook::legacy(found, scope.clone(), stage));
+                }
             }
         } else {
             for found in discover_module_hooks(&m.path).map_err(&herr)? {
                 hooks.push(Hook::load(found, scope.clone(), &self.run).map_err(&herr)?);
             }
         }
-        for binding in [BindingType::OnStartup, BindingType::BeforeHelm] {
-            for hook in sort_by_binding(&hooks, binding) {
-                let snapshots = self.snapshots.for_hook(hook).map_err(|e| {
-                    ModuleError::Hook(format!(
-                        "module '{name}': hook '{}': snapshots: {e}",
-                        hook.name
-                    ))
-                })?;
-                let ctx = context_for(binding, hook, &snapshots);
-                let (values, config_values) = if m.legacy {
-                    (
-                        Value::Object(self.legacy_module_values(&m, on_stderr)?),
-                        Value::Object(Values::new()),
-                    )
-                } else {
-                    (
-                        Value::Object(self.values.module_values(name, true).unwrap_or_default()),
-                        Value::Object(
-                            self.values
-                                .module_config_values(name, true)
-                                .unwrap_or_default(),
-                        ),
-                    )
-                };
-                let input = RunInput {
-                    binding,
-                    contexts: &ctx,
-                    values: &values,
-                    config_values: &config_values,
-                };
-                let out = hook.run(&input, &self.run, on_stderr).map_err(&herr)?;
-                if m.legacy {
-                    if let Some(Value::Object(ret)) = out.return_values {
-                        self.legacy_hook_returns
-                            .entry(m.name.clone())
-                            .or_default()
-                            .push(ret);
-                    }
-                    continue;
+        self.module_hooks.insert(m.name.clone(), hooks.clone());
+        Ok(hooks)
+    }
+
+    /// Loads a module's hooks and runs their `onStartup` bindings and
+    /// kubernetes `Synchronization` (only on the module's first run in this
+    /// session, as addon-operator runs them at start-up or on enablement),
+    /// then `beforeHelm`, applying their
+    /// values patches. The first failure stops the module and names the
+    /// hook and the binding.
+    pub fn run_module_hooks(
+        &mut self,
+        name: &str,
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<(), ModuleError> {
+        if !self.started_modules.contains(name) {
+            self.run_module_binding(name, BindingType::OnStartup, on_stderr)?;
+            self.run_module_synchronization(name, on_stderr)?;
+            self.started_modules.insert(name.to_string());
+        }
+        self.run_module_binding(name, BindingType::BeforeHelm, on_stderr)
+    }
+
+    /// A module's `afterHelm` hooks, run after its chart is rendered.
+    /// Returns whether they changed the module's values: addon-operator then
+    /// runs the module again (`beforeHelm`, Helm, `afterHelm`, without
+    /// `onStartup`; module-run/task.go "AfterHelm-Hooks-Change-Values").
+    /// An original-layout module's `after-helm` hooks get its values but
+    /// what they return is not used.
+    pub fn run_after_helm(
+        &mut self,
+        name: &str,
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<bool, ModuleError> {
+        let before = self.values.module_values(name, false);
+        self.run_module_binding(name, BindingType::AfterHelm, on_stderr)?;
+        Ok(self.values.module_values(name, false) != before)
+    }
+
+    /// Runs a module's hooks having `binding`, in order, applying their
+    /// values patches.
+    pub fn run_module_binding(
+        &mut self,
+        name: &str,
+        binding: BindingType,
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<(), ModuleError> {
+        let m = self.module(name)?.clone();
+        let hooks = self.module_hooks(&m)?;
+        for hook in sort_by_binding(&hooks, binding) {
+            let snapshots = self.snapshots.for_hook(hook).map_err(|e| {
+                ModuleError::Hook(format!(
+                    "module '{name}': hook '{}': snapshots: {e}",
+                    hook.name
+                ))
+            })?;
+            let ctx = context_for(binding, hook, &snapshots);
+            self.run_module_hook(&m, hook, binding, &ctx, on_stderr)?;
+        }
+        Ok(())
+    }
+
+    /// A module's hooks' kubernetes `Synchronization` runs, after its
+    /// `onStartup` hooks and before `beforeHelm` (see
+    /// [`Session::sync_contexts`]).
+    pub fn run_module_synchronization(
+        &mut self,
+        name: &str,
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<(), ModuleError> {
+        let m = self.module(name)?.clone();
+        let hooks = self.module_hooks(&m)?;
+        for hook in sort_by_binding(&hooks, BindingType::Kubernetes) {
+            let ctx = self.sync_contexts(hook).map_err(|e| {
+                ModuleError::Hook(format!(
+                    "module '{name}': hook '{}': snapshots: {e}",
+                    hook.name
+                ))
+            })?;
+            if !ctx.is_empty() {
+                self.run_module_hook(&m, hook, BindingType::Kubernetes, &ctx, on_stderr)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The contexts of a hook's `Synchronization` run: one per kubernetes
+    /// binding with `executeHookOnSynchronization`, listing the objects of
+    /// `--snapshots` it would watch, combined into one run as
+    /// addon-operator's main queue compacts a hook's consecutive
+    /// Synchronization tasks (groups give one `Group` context). Empty when
+    /// no binding runs on Synchronization.
+    fn sync_contexts(&self, hook: &Hook) -> Result<Vec<BindingContext>, String> {
+        let snapshots = self.snapshots.for_hook(hook)?;
+        let runs = hook
+            .config
+            .kubernetes
+            .iter()
+            .filter(|k| k.execute_hook_on_synchronization)
+            .map(|k| {
+                let objects = snapshots.get(&k.name).cloned().unwrap_or_default();
+                vec![BindingContext::kubernetes(
+                    k,
+                    KubeEvent::Synchronization { objects },
+                    &snapshots,
+                )]
+            })
+            .collect();
+        Ok(combine_contexts(runs))
+    }
+
+    /// One run of a module hook, applying its values patches (an original
+    /// layout `before-helm` hook's returned values are kept instead).
+    fn run_module_hook(
+        &mut self,
+        m: &Module,
+        hook: &Hook,
+        binding: BindingType,
+        ctx: &[BindingContext],
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<(), ModuleError> {
+        let name = m.name.as_str();
+        let herr = |e: crate::hooks::HookError| ModuleError::Hook(format!("module '{name}': {e}"));
+        {
+            let (values, config_values) = if m.legacy {
+                (
+                    Value::Object(self.legacy_module_values(m, on_stderr)?),
+                    Value::Object(Values::new()),
+                )
+            } else {
+                (
+                    Value::Object(self.values.module_values(name, true).unwrap_or_default()),
+                    Value::Object(
+                        self.values
+                            .module_config_values(name, true)
+                            .unwrap_or_default(),
+                    ),
+                )
+            };
+            let input = RunInput {
+                binding,
+                contexts: ctx,
+                values: &values,
+                config_values: &config_values,
+            };
+            let out = hook.run(&input, &self.run, on_stderr).map_err(&herr)?;
+            forward_stdout(hook, &out.stdout, on_stderr);
+            if m.legacy {
+                if binding == BindingType::BeforeHelm
+                    && let Some(Value::Object(ret)) = out.return_values
+                {
+                    self.legacy_hook_returns
+                        .entry(m.name.clone())
+                        .or_default()
+                        .push(ret);
                 }
-                let wrap = |e: crate::values::ValuesError| {
-                    ModuleError::Hook(format!(
-                        "module '{name}': hook '{}' (binding {}): {e}",
-                        hook.name,
-                        binding.as_str()
-                    ))
-                };
-                if let Some(store) = self.values.modules.get_mut(name) {
-                    store
-                        .apply_hook_config_patch(&hook.name, &out.config_values_patch)
-                        .map_err(wrap)?;
-                    store
-                        .apply_hook_patch(&hook.name, &out.values_patch)
-                        .map_err(wrap)?;
-                }
+                return Ok(());
+            }
+            let wrap = |e: crate::values::ValuesError| {
+                ModuleError::Hook(format!(
+                    "module '{name}': hook '{}' (binding {}): {e}",
+                    hook.name,
+                    binding.as_str()
+                ))
+            };
+            if let Some(store) = self.values.modules.get_mut(name) {
+                store
+                    .apply_hook_config_patch(&hook.name, &out.config_values_patch)
+                    .map_err(wrap)?;
+                store
+                    .apply_hook_patch(&hook.name, &out.values_patch)
+                    .map_err(wrap)?;
             }
         }
         Ok(())
@@ -525,6 +817,31 @@ impl Session {
             Some(r) => r.map_err(|e| ModuleError::values(name, &e)),
             None => Err(ModuleError::UnknownModule(name.to_string())),
         }
+    }
+}
+
+/// `<camelName>Enabled` in a module's own `values.yaml`, if set.
+fn module_enabled_flag(m: &Module) -> Result<Option<bool>, ModuleError> {
+    let key = crate::values::enabled_key(&m.name);
+    let Some(v) = read_values_file(&m.path.join("values.yaml"))
+        .map_err(|e| ModuleError::values(&m.name, &e))?
+    else {
+        return Ok(None);
+    };
+    match v.get(&key) {
+        None => Ok(None),
+        Some(value) => enabled_flag(&key, value)
+            .map(Some)
+            .map_err(|e| ModuleError::values(&m.name, &e)),
+    }
+}
+
+/// A hook's stdout, line by line, as addon-operator logs it (offline it
+/// goes where stderr goes, prefixed with the hook's name; stdout is the
+/// rendered output).
+fn forward_stdout(hook: &Hook, stdout: &str, on_stderr: &mut dyn FnMut(&str)) {
+    for line in stdout.lines() {
+        on_stderr(&format!("{}: {line}", hook.name));
     }
 }
 

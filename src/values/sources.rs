@@ -99,19 +99,7 @@ pub fn static_enabled_modules(dir_values: &[Values]) -> Result<Vec<String>, Valu
             let Some(stem) = key.strip_suffix(ENABLED_SUFFIX) else {
                 continue;
             };
-            let enabled = match value {
-                Value::Bool(b) => *b,
-                Value::String(s) => {
-                    matches!(s.as_str(), "1" | "t" | "T" | "TRUE" | "true" | "True")
-                }
-                other => {
-                    return Err(ValuesError::Data(format!(
-                        "unknown type for Enabled flag: {key}: {}",
-                        super::convert::go_type_name(other)
-                    )));
-                }
-            };
-            if enabled {
+            if enabled_flag(key, value)? {
                 res.push(module_name(stem));
             }
         }
@@ -119,6 +107,23 @@ pub fn static_enabled_modules(dir_values: &[Values]) -> Result<Vec<String>, Valu
     res.sort();
     res.dedup();
     Ok(res)
+}
+
+/// One `<camelName>Enabled` value of a `values.yaml`: a bool, or a string
+/// `strconv.ParseBool` accepts as true (anything else is false); other types
+/// are an error (`loadGlobalValues`).
+pub fn enabled_flag(key: &str, value: &Value) -> Result<bool, ValuesError> {
+    match value {
+        Value::Bool(b) => Ok(*b),
+        Value::String(s) => Ok(matches!(
+            s.as_str(),
+            "1" | "t" | "T" | "TRUE" | "true" | "True"
+        )),
+        other => Err(ValuesError::Data(format!(
+            "unknown type for Enabled flag: {key}: {}",
+            super::convert::go_type_name(other)
+        ))),
+    }
 }
 
 /// `getBasicModule`'s static values: `{<key>: {}}`, merged with the whole
