@@ -445,19 +445,10 @@ fn quote_ascii(s: &[u8]) -> String {
     out
 }
 
-/// An approximation of Go's `unicode.IsPrint` (letters, marks, numbers,
-/// punctuation, symbols and the ASCII space).
+/// Go's `unicode.IsPrint`: letters, marks, numbers, punctuation, symbols
+/// and the ASCII space (by Unicode general category).
 pub fn is_print(c: char) -> bool {
-    if c == ' ' {
-        return true;
-    }
-    if c.is_control() || c.is_whitespace() {
-        return false;
-    }
-    let u = c as u32;
-    // Format characters, surrogates, private use and non-characters.
-    !matches!(u, 0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x200B..=0x200F | 0x202A..=0x202E
-        | 0x2060..=0x206F | 0xFEFF | 0xFFF9..=0xFFFB | 0xE000..=0xF8FF | 0xFFFE | 0xFFFF)
+    super::funcs::sprig::gounicode::is_print(c)
 }
 
 /// Go's `fmt.Sprint`: spaces between operands when neither is a string.
