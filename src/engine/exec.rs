@@ -1155,6 +1155,13 @@ fn print_value(v: &Value, out: &mut Vec<u8>) {
     match v {
         Value::Nil => out.extend_from_slice(b"<no value>"),
         Value::Str(s) => out.extend_from_slice(s.as_bytes()),
+        // The template prints the value itself (addressable: pointer
+        // methods apply), not a copy passed to fmt.
+        Value::Object(o) => {
+            let mut s = String::new();
+            o.fmt_v(&mut s);
+            out.extend_from_slice(s.as_bytes());
+        }
         other => gofmt::fmt_v(other, out),
     }
 }

@@ -90,7 +90,7 @@ pub fn fmt_v<S: Sink + ?Sized>(v: &Value, out: &mut S) {
         }
         Value::Object(o) => {
             let mut s = String::new();
-            o.fmt_v(&mut s);
+            o.fmt_arg(&mut s);
             out.push_str(&s);
         }
     }
@@ -814,7 +814,7 @@ fn print_arg<S: Sink + ?Sized>(a: &Value, verb: char, f: Flags, out: &mut S) {
                 if k > 0 {
                     out.push(' ');
                 }
-                print_arg(item, verb, f, out);
+                print_elem(item, verb, f, out);
             }
             out.push(']');
         }
@@ -826,23 +826,33 @@ fn print_arg<S: Sink + ?Sized>(a: &Value, verb: char, f: Flags, out: &mut S) {
                 }
                 fmt_string(key.as_bytes(), &Value::Str(key.clone()), verb, f, out);
                 out.push(':');
-                print_arg(item, verb, f, out);
+                print_elem(item, verb, f, out);
             }
             out.push(']');
         }
         Value::Object(o) => match verb {
             'v' | 's' => {
                 let mut s = String::new();
-                o.fmt_v(&mut s);
+                o.fmt_arg(&mut s);
                 pad(&s, f, out);
             }
             'q' => {
                 let mut s = String::new();
-                o.fmt_v(&mut s);
+                o.fmt_arg(&mut s);
                 pad(&quote(&s), f, out);
             }
             _ => bad_verb(a, verb, out),
         },
+    }
+}
+
+/// An element of a slice or map: a nil interface prints `<nil>` whatever
+/// the verb (Go's `printValue`, `reflect.Interface` case).
+fn print_elem<S: Sink + ?Sized>(item: &Value, verb: char, f: Flags, out: &mut S) {
+    if item.is_nil() {
+        pad("<nil>", f, out);
+    } else {
+        print_arg(item, verb, f, out);
     }
 }
 

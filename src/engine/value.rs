@@ -167,8 +167,17 @@ pub trait Object {
     /// Look up an exported field or method by name; `None` if there is none
     /// (the evaluator then reports Go's "can't evaluate field" error).
     fn member(&self, name: &str) -> Option<Member>;
-    /// Go `%v` formatting of the value.
+    /// Go `%v` formatting of the value, as the template prints it (`{{ x }}`:
+    /// text/template takes the address of an addressable value, so methods
+    /// with pointer receivers such as `String` apply).
     fn fmt_v(&self, out: &mut String);
+    /// Go `%v` formatting when the value is passed to a `fmt` function
+    /// (`printf`, `print`, `toString`, …) as an `interface {}`: a copy, whose
+    /// method set lacks pointer-receiver methods. The same as `fmt_v` unless
+    /// the type has such a `String` method (`chartutil.KubeVersion`).
+    fn fmt_arg(&self, out: &mut String) {
+        self.fmt_v(out)
+    }
     /// Go truthiness (a non-nil pointer is true; empty struct values too).
     fn truthy(&self) -> bool {
         true
