@@ -324,6 +324,14 @@ impl Object for KubeVersionObject {
     fn fmt_v(&self, out: &mut String) {
         out.push_str(&self.0.version);
     }
+    /// Passed by value to `printf`/`print`/`toString` the struct has no
+    /// `String` method: `{v1.32.0 1 32}`.
+    fn fmt_arg(&self, out: &mut String) {
+        out.push_str(&format!(
+            "{{{} {} {}}}",
+            self.0.version, self.0.major, self.0.minor
+        ));
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -422,7 +430,15 @@ mod tests {
         // From `helm template` with `{{ .Capabilities.KubeVersion }} …`.
         let caps = Capabilities::default().to_value();
         let kv = field(&caps, "KubeVersion");
-        assert_eq!(v(&kv), "v1.32.0");
+        // `{{ .Capabilities.KubeVersion }}` uses the pointer-receiver
+        // String; passed to printf/toString by value it prints the struct.
+        let Value::Object(o) = &kv else {
+            panic!("KubeVersion is an object")
+        };
+        let mut printed = String::new();
+        o.fmt_v(&mut printed);
+        assert_eq!(printed, "v1.32.0");
+        assert_eq!(v(&kv), "{v1.32.0 1 32}");
         assert_eq!(v(&field(&kv, "Major")), "1");
         assert_eq!(v(&field(&kv, "Minor")), "32");
         assert_eq!(v(&field(&kv, "GitVersion")), "v1.32.0");

@@ -66,18 +66,26 @@ impl Files {
 
     /// `Lines`: the file split on `\n`, without the final newline's empty line.
     pub fn lines(&self, name: &str) -> Result<Vec<String>, String> {
+        Ok(self
+            .lines_bytes(name)?
+            .into_iter()
+            .map(|l| crate::engine::value::go_lossy(l).into_owned())
+            .collect())
+    }
+
+    /// [`Files::lines`] as bytes (Go strings: a line need not be UTF-8).
+    fn lines_bytes(&self, name: &str) -> Result<Vec<&[u8]>, String> {
         let Some(data) = self.map.get(name) else {
             return Ok(Vec::new());
         };
-        let s = String::from_utf8_lossy(data);
         // Helm indexes s[len(s)-1] unguarded: an empty file panics, which
         // text/template reports as the call's error.
-        let s = match s.as_bytes().last() {
+        let s: &[u8] = match data.last() {
             None => return Err("runtime error: index out of range [-1]".into()),
-            Some(b'\n') => &s[..s.len() - 1],
-            Some(_) => &s[..],
+            Some(b'\n') => &data[..data.len() - 1],
+            Some(_) => &data[..],
         };
-        Ok(s.split('\n').map(str::to_string).collect())
+        Ok(s.split(|b| *b == b'\n').collect())
     }
 
     /// `AsConfig`: base name → content, as YAML (`toYaml` of a
@@ -144,8 +152,9 @@ impl Object for Files {
         let m: Method = match name {
             "Get" => Rc::new(move |args| {
                 check_args("Get", args, 1)?;
-                Ok(Value::string(
-                    String::from_utf8_lossy(files.get_bytes(str_arg(args, 0)?)).into_owned(),
+                // `string(bytes)`: the file's bytes, UTF-8 or not.
+                Ok(Value::from_go_bytes(
+                    files.get_bytes(str_arg(args, 0)?).to_vec(),
                 ))
             }),
             "GetBytes" => Rc::new(move |args| {
@@ -158,8 +167,12 @@ impl Object for Files {
             }),
             "Lines" => Rc::new(move |args| {
                 check_args("Lines", args, 1)?;
-                Ok(crate::chart::convert::str_list(
-                    files.lines(str_arg(args, 0)?)?,
+                Ok(Value::str_list(
+                    files
+                        .lines_bytes(str_arg(args, 0)?)?
+                        .into_iter()
+                        .map(|l| Value::from_go_bytes(l.to_vec()))
+                        .collect(),
                 ))
             }),
             "AsConfig" => Rc::new(move |args| {

@@ -275,7 +275,12 @@ fn values_table(parent_values: &Value, name: &str) -> Value {
             _ => return Value::Map(Rc::new(Map::new(MapKind::Values, Entries::new()))),
         }
     }
-    cur
+    // `Table` returns the parent's map converted to `chartutil.Values`: the
+    // same map, of that type only through the subchart's `.Values`.
+    match cur {
+        Value::Map(m) if m.kind != MapKind::Values => Value::Map(Rc::new(m.view(MapKind::Values))),
+        other => other,
+    }
 }
 
 /// Helm's `sortTemplates`: more path segments first, then reverse
@@ -657,7 +662,10 @@ mod tests {
         let (Value::Map(a), Value::Map(b)) = (&got, &inner) else {
             panic!()
         };
-        assert!(Rc::ptr_eq(a, b));
+        // The same map, seen as `chartutil.Values` (helm v3.17.3:
+        // `typeOf .Values` in a subchart).
+        assert_eq!(a.id(), b.id());
+        assert_eq!(a.kind, MapKind::Values);
         assert_eq!(values_table(&top, "s").type_name(), "chartutil.Values");
         assert_eq!(
             values_table(&top, "missing").type_name(),

@@ -1038,7 +1038,16 @@ impl<'a, 't> State<'a, 't> {
             Param::Int64 => matches!(value.v, Value::I64(_)),
             Param::Float => matches!(value.v, Value::Float(_)),
             Param::Bool => matches!(value.v, Value::Bool(_)),
-            Param::Map => matches!(&value.v, Value::Map(m) if m.kind != MapKind::Str),
+            // Go converts the argument to the parameter's type: a
+            // `chartutil.Values` becomes a `map[string]interface {}` (same
+            // map), which is what `merge`/`set` then return.
+            Param::Map => match &value.v {
+                Value::Map(m) if m.kind == MapKind::Values => {
+                    return Ok(Value::Map(Rc::new(m.view(MapKind::Any))));
+                }
+                Value::Map(m) => m.kind != MapKind::Str,
+                _ => false,
+            },
             Param::List => matches!(&value.v, Value::List(l) if l.kind == ListKind::Any),
         };
         if ok {
@@ -1146,6 +1155,13 @@ fn print_value(v: &Value, out: &mut Vec<u8>) {
     match v {
         Value::Nil => out.extend_from_slice(b"<no value>"),
         Value::Str(s) => out.extend_from_slice(s.as_bytes()),
+        // The template prints the value itself (addressable: pointer
+        // methods apply), not a copy passed to fmt.
+        Value::Object(o) => {
+            let mut s = String::new();
+            o.fmt_v(&mut s);
+            out.extend_from_slice(s.as_bytes());
+        }
         other => gofmt::fmt_v(other, out),
     }
 }

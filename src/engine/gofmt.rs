@@ -90,7 +90,7 @@ pub fn fmt_v<S: Sink + ?Sized>(v: &Value, out: &mut S) {
         }
         Value::Object(o) => {
             let mut s = String::new();
-            o.fmt_v(&mut s);
+            o.fmt_arg(&mut s);
             out.push_str(&s);
         }
     }
@@ -445,19 +445,10 @@ fn quote_ascii(s: &[u8]) -> String {
     out
 }
 
-/// An approximation of Go's `unicode.IsPrint` (letters, marks, numbers,
-/// punctuation, symbols and the ASCII space).
+/// Go's `unicode.IsPrint`: letters, marks, numbers, punctuation, symbols
+/// and the ASCII space (by Unicode general category).
 pub fn is_print(c: char) -> bool {
-    if c == ' ' {
-        return true;
-    }
-    if c.is_control() || c.is_whitespace() {
-        return false;
-    }
-    let u = c as u32;
-    // Format characters, surrogates, private use and non-characters.
-    !matches!(u, 0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x200B..=0x200F | 0x202A..=0x202E
-        | 0x2060..=0x206F | 0xFEFF | 0xFFF9..=0xFFFB | 0xE000..=0xF8FF | 0xFFFE | 0xFFFF)
+    super::funcs::sprig::gounicode::is_print(c)
 }
 
 /// Go's `fmt.Sprint`: spaces between operands when neither is a string.
@@ -823,7 +814,7 @@ fn print_arg<S: Sink + ?Sized>(a: &Value, verb: char, f: Flags, out: &mut S) {
                 if k > 0 {
                     out.push(' ');
                 }
-                print_arg(item, verb, f, out);
+                print_elem(item, verb, f, out);
             }
             out.push(']');
         }
@@ -835,23 +826,33 @@ fn print_arg<S: Sink + ?Sized>(a: &Value, verb: char, f: Flags, out: &mut S) {
                 }
                 fmt_string(key.as_bytes(), &Value::Str(key.clone()), verb, f, out);
                 out.push(':');
-                print_arg(item, verb, f, out);
+                print_elem(item, verb, f, out);
             }
             out.push(']');
         }
         Value::Object(o) => match verb {
             'v' | 's' => {
                 let mut s = String::new();
-                o.fmt_v(&mut s);
+                o.fmt_arg(&mut s);
                 pad(&s, f, out);
             }
             'q' => {
                 let mut s = String::new();
-                o.fmt_v(&mut s);
+                o.fmt_arg(&mut s);
                 pad(&quote(&s), f, out);
             }
             _ => bad_verb(a, verb, out),
         },
+    }
+}
+
+/// An element of a slice or map: a nil interface prints `<nil>` whatever
+/// the verb (Go's `printValue`, `reflect.Interface` case).
+fn print_elem<S: Sink + ?Sized>(item: &Value, verb: char, f: Flags, out: &mut S) {
+    if item.is_nil() {
+        pad("<nil>", f, out);
+    } else {
+        print_arg(item, verb, f, out);
     }
 }
 

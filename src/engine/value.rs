@@ -66,6 +66,8 @@ pub enum ListKind {
     Str,
     /// `[]int` (`until`, `untilStep`)
     Int,
+    /// `[][]interface {}` (`chunk`)
+    Lists,
 }
 
 /// An immutable Go slice. Sprig's list functions all return new slices.
@@ -86,18 +88,36 @@ pub enum MapKind {
     Str,
 }
 
-/// A Go map with reference semantics.
+/// A Go map with reference semantics. The Go type belongs to the
+/// reference, not to the storage: the same map is a `chartutil.Values`
+/// through `.Values` and a `map[string]interface {}` once passed to a
+/// function's map parameter (`merge`, `set` return it with that type), so
+/// several `Map`s of different kinds may share one set of entries (see
+/// [`Map::view`]).
 pub struct Map {
     pub kind: MapKind,
-    entries: RefCell<Entries>,
+    entries: Rc<RefCell<Entries>>,
 }
 
 impl Map {
     pub fn new(kind: MapKind, entries: Entries) -> Self {
         Map {
             kind,
-            entries: RefCell::new(entries),
+            entries: Rc::new(RefCell::new(entries)),
         }
+    }
+    /// The same map (shared entries: mutations show through both) seen as
+    /// Go type `kind`, as a Go conversion between map types gives.
+    pub fn view(&self, kind: MapKind) -> Map {
+        Map {
+            kind,
+            entries: self.entries.clone(),
+        }
+    }
+    /// The identity of the entries, equal for every view of one map (Go
+    /// compares map pointers, e.g. to find cycles).
+    pub fn id(&self) -> *const () {
+        Rc::as_ptr(&self.entries).cast()
     }
     pub fn borrow(&self) -> Ref<'_, Entries> {
         self.entries.borrow()
@@ -147,8 +167,17 @@ pub trait Object {
     /// Look up an exported field or method by name; `None` if there is none
     /// (the evaluator then reports Go's "can't evaluate field" error).
     fn member(&self, name: &str) -> Option<Member>;
-    /// Go `%v` formatting of the value.
+    /// Go `%v` formatting of the value, as the template prints it (`{{ x }}`:
+    /// text/template takes the address of an addressable value, so methods
+    /// with pointer receivers such as `String` apply).
     fn fmt_v(&self, out: &mut String);
+    /// Go `%v` formatting when the value is passed to a `fmt` function
+    /// (`printf`, `print`, `toString`, …) as an `interface {}`: a copy, whose
+    /// method set lacks pointer-receiver methods. The same as `fmt_v` unless
+    /// the type has such a `String` method (`chartutil.KubeVersion`).
+    fn fmt_arg(&self, out: &mut String) {
+        self.fmt_v(out)
+    }
     /// Go truthiness (a non-nil pointer is true; empty struct values too).
     fn truthy(&self) -> bool {
         true
@@ -251,6 +280,7 @@ impl Value {
                 ListKind::Any => "[]interface {}",
                 ListKind::Str => "[]string",
                 ListKind::Int => "[]int",
+                ListKind::Lists => "[][]interface {}",
             },
             Value::Map(m) => match m.kind {
                 MapKind::Any => "map[string]interface {}",

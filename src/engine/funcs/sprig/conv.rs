@@ -386,7 +386,7 @@ pub fn deep_equal(a: &Value, b: &Value) -> bool {
 fn deep_equal_in(a: &Value, b: &Value, visited: &mut Vec<(*const (), *const ())>) -> bool {
     let pair = match (a, b) {
         (Value::List(x), Value::List(y)) => Some((Rc::as_ptr(x).cast(), Rc::as_ptr(y).cast())),
-        (Value::Map(x), Value::Map(y)) => Some((Rc::as_ptr(x).cast(), Rc::as_ptr(y).cast())),
+        (Value::Map(x), Value::Map(y)) => Some((x.id(), y.id())),
         _ => None,
     };
     if let Some(p) = pair {
@@ -414,11 +414,11 @@ fn deep_equal_in(a: &Value, b: &Value, visited: &mut Vec<(*const (), *const ())>
                         .all(|(p, q)| deep_equal_in(p, q, visited))
         }
         (Value::Map(x), Value::Map(y)) => {
-            if Rc::ptr_eq(x, y) {
-                return true;
-            }
             if x.kind != y.kind {
                 return false;
+            }
+            if x.id() == y.id() {
+                return true;
             }
             let (xe, ye) = (x.borrow(), y.borrow());
             xe.len() == ye.len()

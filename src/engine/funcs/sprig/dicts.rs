@@ -194,7 +194,7 @@ pub fn merge_maps(dst: &Map, src: &Map, overwrite: bool) {
             }
             Value::Map(sm) => {
                 if let Some(Value::Map(dm)) = &d
-                    && !Rc::ptr_eq(dm, sm)
+                    && dm.id() != sm.id()
                 {
                     merge_maps(dm, sm, overwrite);
                 }

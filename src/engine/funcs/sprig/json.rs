@@ -34,7 +34,7 @@ fn newline(indent: &str, depth: usize, out: &mut String) {
 fn container_ptr(v: &Value) -> Option<*const ()> {
     match v {
         Value::List(l) => Some(Rc::as_ptr(l).cast()),
-        Value::Map(m) => Some(Rc::as_ptr(m).cast()),
+        Value::Map(m) => Some(m.id()),
         _ => None,
     }
 }

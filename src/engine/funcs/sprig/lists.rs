@@ -8,7 +8,7 @@ use std::rc::Rc;
 use super::conv::{deep_equal, empty, is_slice, kind_of, slice_items, to_int};
 use super::{NIL_DEREF, arg, arg_int, def, defv, tail};
 use crate::engine::funcs::{Env, FuncDef, FuncResult, Param};
-use crate::engine::value::{List, Value};
+use crate::engine::value::{List, ListKind, Value};
 
 use Param::{Any, Int};
 
@@ -187,12 +187,13 @@ fn chunk(_: &Env, a: &[Value]) -> FuncResult {
         // Sprig's float arithmetic yields a negative or NaN chunk count.
         return Err("runtime error: makeslice: len out of range".into());
     }
-    Ok(Value::list(
-        items
+    Ok(Value::List(Rc::new(List {
+        kind: ListKind::Lists,
+        items: items
             .chunks(size as usize)
             .map(|c| Value::list(c.to_vec()))
             .collect(),
-    ))
+    })))
 }
 
 fn compact(_: &Env, a: &[Value]) -> FuncResult {
