@@ -405,7 +405,7 @@ impl State {
         if res.status {
             drop_status_on_create(res, &mut obj);
         }
-        normalize(res, None, &mut obj)?;
+        normalize(res, &mut obj)?;
         validate(res, None, &obj, &name)?;
         let writer = update_manager(manager, res, "");
         let base = create_base(&obj);
@@ -483,7 +483,7 @@ impl State {
         }
         new["apiVersion"] = json!(res.api_version());
         new["kind"] = json!(res.kind);
-        normalize(res, Some(live), &mut new)?;
+        normalize(res, &mut new)?;
         validate(res, Some(live), &new, name)?;
         let live_managers = managers_of(live);
         let same_sets = live_managers.len() == managers.len()
@@ -843,79 +843,112 @@ fn spec_changed(old: &Value, new: &Value) -> bool {
     body(old) != body(new)
 }
 
+/// The value at `path` if every step is an object field (never creates anything, unlike
+/// `serde_json`'s `IndexMut`).
+fn at_mut<'a>(v: &'a mut Value, path: &[&str]) -> Option<&'a mut Value> {
+    path.iter().try_fold(v, |v, seg| v.get_mut(*seg))
+}
+
+/// The object map at `key` of `v`, created if absent; `None` if `v` is not an object or the
+/// field holds something else (left for validation to reject, never a panic).
+fn object_at<'a>(v: &'a mut Value, key: &str) -> Option<&'a mut serde_json::Map<String, Value>> {
+    let m = v.as_object_mut()?;
+    m.entry(key.to_string())
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+}
+
+/// Defaults `protocol: TCP` on every item of a ports list.
+fn default_protocols(ports: Option<&mut Value>) {
+    for p in ports.and_then(Value::as_array_mut).into_iter().flatten() {
+        if let Some(m) = p.as_object_mut()
+            && m.get("protocol").is_none_or(Value::is_null)
+        {
+            m.insert("protocol".to_string(), json!("TCP"));
+        }
+    }
+}
+
 /// Server-side defaulting and type rules applied to every stored object.
-fn normalize(
-    res: &Resource,
-    live: Option<&Value>,
-    obj: &mut Value,
-) -> Result<(), Response<ResponseBody>> {
+fn normalize(res: &Resource, obj: &mut Value) -> Result<(), Response<ResponseBody>> {
     let name = obj["metadata"]["name"]
         .as_str()
         .unwrap_or_default()
         .to_string();
     match (res.group.as_str(), res.kind.as_str()) {
         ("", "Secret") => {
-            if let Some(Value::Object(sd)) = obj.get("stringData").cloned() {
+            // stringData is write-only: merged into data, never stored.
+            let string_data = obj.as_object_mut().and_then(|m| m.remove("stringData"));
+            if let Some(Value::Object(sd)) = string_data {
                 use base64::Engine;
-                for (k, v) in sd {
-                    let s = v.as_str().unwrap_or_default();
-                    obj["data"][k] = json!(base64::engine::general_purpose::STANDARD.encode(s));
-                }
-            }
-            if let Some(m) = obj.as_object_mut() {
-                m.remove("stringData");
-            }
-            if obj["type"].is_null() {
-                obj["type"] = json!("Opaque");
-            }
-        }
-        ("", "Service") => {
-            for p in obj["spec"]["ports"].as_array_mut().into_iter().flatten() {
-                if p["protocol"].is_null() {
-                    p["protocol"] = json!("TCP");
-                }
-                if p["targetPort"].is_null()
-                    && let Some(port) = p.get("port").cloned()
-                {
-                    p["targetPort"] = port;
-                }
-            }
-            if obj["spec"].is_object() && obj["spec"]["type"].is_null() {
-                obj["spec"]["type"] = json!("ClusterIP");
-            }
-        }
-        ("", "Namespace") => {
-            obj["status"]["phase"] = if obj["metadata"]["deletionTimestamp"].is_null() {
-                json!("Active")
-            } else {
-                json!("Terminating")
-            };
-            if obj["spec"]["finalizers"].is_null() {
-                obj["spec"]["finalizers"] = json!(["kubernetes"]);
-            }
-            if !obj["metadata"]["labels"].is_object() {
-                obj["metadata"]["labels"] = json!({});
-            }
-            obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = json!(name);
-        }
-        _ => {}
-    }
-    if let Some(prefix) = pod_spec_path(res) {
-        let mut spec = &mut *obj;
-        for seg in prefix {
-            spec = &mut spec[*seg];
-        }
-        for list in ["containers", "initContainers"] {
-            for c in spec[list].as_array_mut().into_iter().flatten() {
-                for p in c["ports"].as_array_mut().into_iter().flatten() {
-                    if p["protocol"].is_null() && p.is_object() {
-                        p["protocol"] = json!("TCP");
+                if let Some(data) = object_at(obj, "data") {
+                    for (k, v) in sd {
+                        let s = v.as_str().unwrap_or_default();
+                        data.insert(
+                            k,
+                            json!(base64::engine::general_purpose::STANDARD.encode(s)),
+                        );
                     }
                 }
             }
+            if obj["type"].is_null()
+                && let Some(m) = obj.as_object_mut()
+            {
+                m.insert("type".to_string(), json!("Opaque"));
+            }
+        }
+        ("", "Service") => {
+            if let Some(ports) = at_mut(obj, &["spec", "ports"]).and_then(Value::as_array_mut) {
+                for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+                    if p.get("protocol").is_none_or(Value::is_null) {
+                        p.insert("protocol".to_string(), json!("TCP"));
+                    }
+                    if p.get("targetPort").is_none_or(Value::is_null)
+                        && let Some(port) = p.get("port").cloned()
+                    {
+                        p.insert("targetPort".to_string(), port);
+                    }
+                }
+            }
+            if let Some(spec) = at_mut(obj, &["spec"]).and_then(Value::as_object_mut)
+                && spec.get("type").is_none_or(Value::is_null)
+            {
+                spec.insert("type".to_string(), json!("ClusterIP"));
+            }
+        }
+        ("", "Namespace") => {
+            let phase = if obj["metadata"]["deletionTimestamp"].is_null() {
+                "Active"
+            } else {
+                "Terminating"
+            };
+            if let Some(st) = object_at(obj, "status") {
+                st.insert("phase".to_string(), json!(phase));
+            }
+            if let Some(spec) = object_at(obj, "spec") {
+                spec.entry("finalizers".to_string())
+                    .or_insert_with(|| json!(["kubernetes"]));
+            }
+            if let Some(labels) = obj.get_mut("metadata").and_then(|m| object_at(m, "labels")) {
+                labels.insert("kubernetes.io/metadata.name".to_string(), json!(name));
+            }
+        }
+        _ => {}
+    }
+    if let Some(prefix) = pod_spec_path(res)
+        && let Some(spec) = at_mut(obj, prefix)
+    {
+        for list in ["containers", "initContainers"] {
+            for c in spec
+                .get_mut(list)
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                default_protocols(c.get_mut("ports"));
+            }
         }
     }
-    let _ = live;
     Ok(())
 }
 
@@ -1792,7 +1825,7 @@ fn write_update(
     }
     normalized["apiVersion"] = json!(res.api_version());
     normalized["kind"] = json!(res.kind);
-    normalize(res, Some(live), &mut normalized)?;
+    normalize(res, &mut normalized)?;
     let writer = update_manager(manager, res, sub);
     let managers = ssa::update(
         schema(res),
@@ -2007,7 +2040,7 @@ fn apply_req(
                 );
             }
         };
-    if !config.is_object() {
+    if !config.is_object() || !(config["metadata"].is_object() || config["metadata"].is_null()) {
         return status(
             400,
             "BadRequest",
@@ -2103,7 +2136,7 @@ fn apply_req(
             return r;
         }
         strip_server_fields(&mut obj);
-        if let Err(r) = normalize(res, None, &mut obj) {
+        if let Err(r) = normalize(res, &mut obj) {
             return r;
         }
         if let Err(r) = validate(res, None, &obj, &name) {
@@ -2284,6 +2317,9 @@ fn delete(
 /// Direct insertion for tests: stores `obj` as-is (server fields filled in, no managedFields), as an
 /// object written before field tracking existed.
 pub fn seed(st: &mut State, res: &Resource, mut obj: Value) -> Result<Value, String> {
+    if !obj["metadata"].is_object() {
+        return Err("seed: metadata must be an object".to_string());
+    }
     let ns = obj["metadata"]["namespace"]
         .as_str()
         .unwrap_or_default()
@@ -2295,7 +2331,7 @@ pub fn seed(st: &mut State, res: &Resource, mut obj: Value) -> Result<Value, Str
     obj["apiVersion"] = json!(res.api_version());
     obj["kind"] = json!(res.kind);
     strip_server_fields(&mut obj);
-    normalize(res, None, &mut obj).map_err(|_| "seed: invalid object".to_string())?;
+    normalize(res, &mut obj).map_err(|_| "seed: invalid object".to_string())?;
     obj["metadata"]["uid"] = json!(uuid::Uuid::new_v4().to_string());
     obj["metadata"]["creationTimestamp"] = json!(now());
     let kind = if st.get_obj(res, &ns, &name).is_some() {
