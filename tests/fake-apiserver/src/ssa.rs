@@ -157,15 +157,34 @@ fn merge_at<'a>(
                 lkeys.iter().enumerate().map(|(i, k)| (k, i)).collect();
             let cpos: BTreeMap<&PathElement, usize> =
                 ckeys.iter().enumerate().map(|(i, k)| (k, i)).collect();
+            // A port of structured-merge-diff's `mergingWalker.visitListItems`: live-only items
+            // stay where live has them, config items come in config order, and an item on both
+            // sides is merged where the config puts it relative to the other shared items.
+            let merge_item = |li: Option<usize>, ci: usize, names: &mut Vec<&'a str>| match li {
+                Some(lj) if matches!(ty, ListType::Map(_)) => {
+                    merge_at(schema, &l[lj], &c[ci], names)
+                }
+                _ => Ok(c[ci].clone()),
+            };
+            let mut shared = ckeys.iter().filter(|k| lpos.contains_key(k));
+            let mut next_shared = shared.next();
             let mut out = Vec::new();
-            let mut used_l = vec![false; l.len()];
             let (mut li, mut ci) = (0, 0);
-            // structured-merge-diff's two-pointer list merge: items only on one side stay where that
-            // side has them; items on both sides are merged at the config's position.
             while li < l.len() || ci < c.len() {
-                if li < l.len() && used_l[li] {
-                    li += 1;
-                    continue;
+                if li < l.len() && ci < c.len() {
+                    let pe = &lkeys[li];
+                    if *pe == ckeys[ci] {
+                        out.push(merge_item(Some(li), ci, names)?);
+                        li += 1;
+                        ci += 1;
+                        next_shared = shared.next();
+                        continue;
+                    }
+                    if cpos.contains_key(pe) && next_shared.is_some_and(|n| n != pe) {
+                        // A shared item, but not the one wanted in this round.
+                        li += 1;
+                        continue;
+                    }
                 }
                 if li < l.len() && !cpos.contains_key(&lkeys[li]) {
                     out.push(l[li].clone());
@@ -173,20 +192,14 @@ fn merge_at<'a>(
                     continue;
                 }
                 if ci < c.len() {
-                    let merged = match lpos.get(&ckeys[ci]) {
-                        Some(&lj) => {
-                            used_l[lj] = true;
-                            if matches!(ty, ListType::Map(_)) {
-                                merge_at(schema, &l[lj], &c[ci], names)?
-                            } else {
-                                c[ci].clone()
-                            }
-                        }
-                        None => c[ci].clone(),
-                    };
-                    out.push(merged);
+                    let pe = &ckeys[ci];
+                    out.push(merge_item(lpos.get(pe).copied(), ci, names)?);
                     ci += 1;
+                    if next_shared == Some(pe) {
+                        next_shared = shared.next();
+                    }
                 } else {
+                    // Only shared live items already merged remain.
                     li += 1;
                 }
             }
@@ -610,4 +623,43 @@ pub fn conflict_message(conflicts: &[Conflict]) -> String {
         conflicts.len(),
         lines.join("\n")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn names(v: &Value) -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|i| i["name"].as_str().unwrap_or_default().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// List-map merge order as structured-merge-diff's `visitListItems` produces it.
+    #[test]
+    fn list_merge_order_against_fake_apiserver_merge() {
+        let schema = Schema {
+            group: "",
+            kind: "Pod",
+        };
+        let merge_names = |live: Value, config: Value| {
+            let l = json!({"spec": {"containers": live}});
+            let c = json!({"spec": {"containers": config}});
+            names(&merge(schema, &l, &c).unwrap()["spec"]["containers"])
+        };
+        let n = |xs: &[&str]| json!(xs.iter().map(|x| json!({"name": x})).collect::<Vec<_>>());
+        assert_eq!(
+            merge_names(n(&["a", "x", "b"]), n(&["b", "a"])),
+            ["x", "b", "a"]
+        );
+        assert_eq!(merge_names(n(&["a", "b"]), n(&["b", "a"])), ["b", "a"]);
+        assert_eq!(merge_names(n(&["a", "b"]), n(&["c"])), ["a", "b", "c"]);
+        assert_eq!(merge_names(n(&["a", "b"]), n(&["c", "b"])), ["a", "c", "b"]);
+        assert_eq!(merge_names(n(&["b", "a"]), n(&["a"])), ["b", "a"]);
+    }
 }
