@@ -1203,6 +1203,9 @@ fn resource_list(st: &State, group: &str, version: &str) -> Option<Value> {
         if r.status {
             list.push(json!({"name": format!("{}/status", r.plural), "singularName": "", "namespaced": r.namespaced, "kind": r.kind, "verbs": ["get", "patch", "update"]}));
         }
+        if r.scale() {
+            list.push(json!({"name": format!("{}/scale", r.plural), "singularName": "", "namespaced": r.namespaced, "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]}));
+        }
     }
     let gv = if group.is_empty() {
         version.to_string()
@@ -1363,6 +1366,7 @@ pub async fn handle(shared: Shared, req: Request<Bytes>) -> Response<ResponseBod
     let sub = route.sub.clone().unwrap_or_default();
     let known_sub = sub.is_empty()
         || (sub == "status" && res.status)
+        || (sub == "scale" && res.scale())
         || (sub == "finalize" && res.plural == "namespaces");
     if !known_sub {
         return status(
@@ -1370,6 +1374,20 @@ pub async fn handle(shared: Shared, req: Request<Bytes>) -> Response<ResponseBod
             "NotFound",
             "the server could not find the requested resource",
             Some(json!({})),
+        );
+    }
+
+    if sub == "scale" {
+        let mut st = lock(&shared);
+        return scale(
+            &mut st,
+            &res,
+            &route,
+            verb,
+            &body,
+            &content_type,
+            &manager,
+            dry_run,
         );
     }
 
@@ -2350,4 +2368,129 @@ where
     B: http_body::Body<Data = Bytes>,
 {
     Ok(body.collect().await?.to_bytes())
+}
+
+/// The autoscaling/v1 `Scale` view of a workload (`/scale` subresource).
+fn scale_view(obj: &Value) -> Value {
+    let selector = obj["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default();
+    let md = &obj["metadata"];
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            "name": md["name"], "namespace": md["namespace"], "uid": md["uid"],
+            "resourceVersion": md["resourceVersion"], "creationTimestamp": md["creationTimestamp"],
+        },
+        "spec": {"replicas": obj["spec"]["replicas"].as_i64().unwrap_or(1)},
+        "status": {"replicas": obj["status"]["replicas"].as_i64().unwrap_or(0), "selector": selector},
+    })
+}
+
+/// GET, PUT and non-apply PATCH of `/scale`: the replica count is written to `spec.replicas` as an
+/// `Update` by the writer with subresource `scale` (how `kubectl scale` and the HPA take
+/// ownership of replicas).
+#[allow(clippy::too_many_arguments)]
+fn scale(
+    st: &mut State,
+    res: &Resource,
+    route: &Route,
+    verb: &str,
+    body: &Bytes,
+    content_type: &str,
+    manager: &str,
+    dry_run: bool,
+) -> Response<ResponseBody> {
+    let name = route.name.clone().unwrap_or_default();
+    let Some(live) = st.get_obj(res, &route.ns, &name).cloned() else {
+        return not_found(res, &name);
+    };
+    let view = scale_view(&live);
+    let new_view = match verb {
+        "get" => return json_response(200, &view),
+        "update" => match parse_body(body, content_type) {
+            Ok(v) => v,
+            Err(r) => return r,
+        },
+        "patch" => {
+            let p: Value = match serde_json::from_slice(body) {
+                Ok(v) => v,
+                Err(e) => {
+                    return status(
+                        400,
+                        "BadRequest",
+                        &format!("error decoding patch: {e}"),
+                        None,
+                    );
+                }
+            };
+            let mut doc = view.clone();
+            match content_type {
+                "application/json-patch+json" => {
+                    if let Err(e) = patch::json_patch(&mut doc, &p) {
+                        return status(422, "Invalid", &e, None);
+                    }
+                }
+                "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
+                    patch::merge_patch(&mut doc, &p)
+                }
+                _ => {
+                    return status(
+                        415,
+                        "UnsupportedMediaType",
+                        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json",
+                        None,
+                    );
+                }
+            }
+            doc
+        }
+        _ => {
+            return status(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+                None,
+            );
+        }
+    };
+    if let Err(r) = precondition_rv(res, &live, &new_view, &name) {
+        return r;
+    }
+    let Some(replicas) = new_view["spec"]["replicas"].as_i64().filter(|r| *r >= 0) else {
+        return invalid(
+            res,
+            &name,
+            "spec.replicas",
+            "Invalid value: must be greater than or equal to 0",
+        );
+    };
+    let mut new = strip_managed(&live);
+    match object_at(&mut new, "spec") {
+        Some(spec) => {
+            spec.insert("replicas".to_string(), json!(replicas));
+        }
+        None => return invalid(res, &name, "spec", "Invalid value: must be an object"),
+    }
+    match write_update(
+        st,
+        res,
+        route,
+        &live,
+        new,
+        managers_of(&live),
+        manager,
+        "scale",
+        dry_run,
+    ) {
+        Ok(o) => json_response(200, &scale_view(&o)),
+        Err(r) => r,
+    }
 }
