@@ -173,11 +173,20 @@ impl State {
                 .filter(|r| r.crd.is_some() && r.crd == crd)
                 .cloned()
                 .collect();
-            self.resources
-                .retain(|r| !(r.crd.is_some() && r.crd == crd));
+            // Its custom resources go first, each with a DELETED event.
             if let Some(r) = gone.first() {
+                let names: Vec<ObjKey> = self
+                    .objects
+                    .get(&r.key())
+                    .map(|m| m.keys().cloned().collect())
+                    .unwrap_or_default();
+                for (ons, oname) in names {
+                    self.remove(r, &ons, &oname);
+                }
                 self.objects.remove(&r.key());
             }
+            self.resources
+                .retain(|r| !(r.crd.is_some() && r.crd == crd));
         }
         if res.group.is_empty() && res.plural == "namespaces" {
             self.delete_namespace_contents(name);
@@ -1662,6 +1671,7 @@ fn watch(
         }
     }
     let floor = st.floor;
+    let bookmarks = q.get("allowWatchBookmarks").is_some_and(|b| b == "true");
     let mut rx = st.tx.subscribe();
     let timeout = q
         .get("timeoutSeconds")
@@ -1707,13 +1717,30 @@ fn watch(
         };
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
+        let mut last_rv = since;
         loop {
             tokio::select! {
-                _ = &mut deadline => return,
+                _ = &mut deadline => {
+                    // Like the watch cache, end a bookmark-enabled watch with a BOOKMARK carrying
+                    // the newest resourceVersion this watch has covered, so the client resumes
+                    // from there instead of an older, possibly compacted, version.
+                    if bookmarks {
+                        let mark = json!({"type": "BOOKMARK", "object": {
+                            "kind": res.kind, "apiVersion": res.api_version(),
+                            "metadata": {"resourceVersion": last_rv.to_string()},
+                        }});
+                        let _ = tx.send(line(mark)).await;
+                    }
+                    return;
+                }
                 _ = tx.closed() => return,
                 ev = rx.recv() => match ev {
                     Ok(ev) => {
-                        if ev.key != key || ev.rv <= since {
+                        if ev.rv <= since {
+                            continue;
+                        }
+                        last_rv = ev.rv;
+                        if ev.key != key {
                             continue;
                         }
                         if let Some((kind, obj)) = transform(&ev, &matches)

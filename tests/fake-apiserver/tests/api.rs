@@ -232,13 +232,23 @@ async fn watch_from_resource_version_against_fake_apiserver() {
     api.delete("b", &DeleteParams::default()).await.unwrap();
 
     let wp = WatchParams::default().timeout(1);
-    let events: Vec<WatchEvent<ConfigMap>> = api
+    let mut events: Vec<WatchEvent<ConfigMap>> = api
         .watch(&wp, &rv)
         .await
         .unwrap()
         .try_collect()
         .await
         .unwrap();
+    // A bookmark-enabled watch ends with a BOOKMARK at the newest resourceVersion.
+    match events.pop() {
+        Some(WatchEvent::Bookmark(b)) => {
+            assert_eq!(
+                b.metadata.resource_version,
+                s.resource_version().to_string()
+            )
+        }
+        other => panic!("{other:?}"),
+    }
     let kinds: Vec<String> = events
         .iter()
         .map(|e| match e {
@@ -302,7 +312,7 @@ async fn watch_expired_410_against_fake_apiserver() {
     // Watching from the current RV still works after a compaction.
     let now = s.resource_version().to_string();
     let events: Vec<WatchEvent<ConfigMap>> = api
-        .watch(&WatchParams::default().timeout(1), &now)
+        .watch(&WatchParams::default().disable_bookmarks().timeout(1), &now)
         .await
         .unwrap()
         .try_collect()
@@ -326,7 +336,10 @@ async fn watch_label_selector_transitions_against_fake_apiserver() {
     )
     .await
     .unwrap();
-    let wp = WatchParams::default().labels("release=r1").timeout(1);
+    let wp = WatchParams::default()
+        .labels("release=r1")
+        .disable_bookmarks()
+        .timeout(1);
     let events: Vec<WatchEvent<ConfigMap>> = api
         .watch(&wp, &rv)
         .await
