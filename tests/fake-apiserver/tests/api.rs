@@ -785,3 +785,40 @@ async fn malformed_input_against_fake_apiserver() {
     let (code, _) = call(&s, "GET", "/apis/nope/v1/things", "application/json", "").await;
     assert_eq!(code, 404);
 }
+
+/// `as=PartialObjectMetadata` (kube's `get_metadata` / `list_metadata`) and `immutable: true`.
+#[tokio::test]
+async fn metadata_only_and_immutable_against_fake_apiserver() {
+    let s = FakeApiServer::new();
+    let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let mut c = cm("frozen", json!({"app": "x"}));
+    c.immutable = Some(true);
+    api.create(&PostParams::default(), &c).await.unwrap();
+    let meta = api.get_metadata("frozen").await.unwrap();
+    assert_eq!(meta.metadata.labels.unwrap()["app"], "x");
+    let list = api.list_metadata(&ListParams::default()).await.unwrap();
+    assert_eq!(list.items.len(), 1);
+
+    let err = api_status(
+        api.patch(
+            "frozen",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"k": "changed"}})),
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        err.message,
+        "ConfigMap \"frozen\" is invalid: data: Forbidden: field is immutable when `immutable` is set"
+    );
+    // Labels may still change.
+    api.patch(
+        "frozen",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"app": "y"}}})),
+    )
+    .await
+    .unwrap();
+}
