@@ -878,8 +878,22 @@ fn default_protocols(ports: Option<&mut Value>) {
     }
 }
 
+/// Removes `null` map entries: Go's typed objects never serialise a nil field, so an applied
+/// `annotations: null` leaves no key behind (the applier still owns the path).
+fn drop_nulls(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.retain(|_, x| !x.is_null());
+            m.values_mut().for_each(drop_nulls);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+        _ => {}
+    }
+}
+
 /// Server-side defaulting and type rules applied to every stored object.
 fn normalize(res: &Resource, obj: &mut Value) -> Result<(), Response<ResponseBody>> {
+    drop_nulls(obj);
     let name = obj["metadata"]["name"]
         .as_str()
         .unwrap_or_default()
