@@ -1377,13 +1377,10 @@ pub async fn handle(shared: Shared, req: Request<Bytes>) -> Response<ResponseBod
         .cloned()
         .filter(|m| !m.is_empty())
         .unwrap_or_else(|| {
-            // prefixFromUserAgent: the user agent up to the first "/".
-            let p = user_agent.split('/').next().unwrap_or("").to_string();
-            if p.is_empty() {
-                "unknown".to_string()
-            } else {
-                p
-            }
+            // managerOrUserAgent / prefixFromUserAgent: the user agent up to the first "/" (empty
+            // without a user agent, as kube's in-process client sends none; the entry then has no
+            // `manager` key).
+            user_agent.split('/').next().unwrap_or("").to_string()
         });
     let dry_run = q.get("dryRun").is_some_and(|d| d == "All");
     let sub = route.sub.clone().unwrap_or_default();

@@ -388,7 +388,9 @@ impl Manager {
 
     pub fn to_json(&self) -> Value {
         let mut m = Map::new();
-        m.insert("manager".into(), Value::String(self.manager.clone()));
+        if !self.manager.is_empty() {
+            m.insert("manager".into(), Value::String(self.manager.clone()));
+        }
         m.insert("operation".into(), Value::String(self.operation.clone()));
         m.insert("apiVersion".into(), Value::String(self.api_version.clone()));
         if let Some(t) = &self.time {
