@@ -426,7 +426,7 @@ impl State {
             writer,
             &|s| ignored(res, "", s),
         )
-        .map_err(|e| status(500, "InternalError", &e, None))?;
+        .map_err(|e| status(422, "Invalid", &e, None))?;
         let stamped = stamp_managers(&strip_managed(&obj), managers, Some(manager), None, true);
         let mut obj = stamped;
         obj["metadata"]["uid"] = json!(uuid::Uuid::new_v4().to_string());
@@ -1891,7 +1891,7 @@ fn write_update(
         writer,
         &|s| ignored(res, sub, s),
     )
-    .map_err(|e| status(500, "InternalError", &e, None))?;
+    .map_err(|e| status(422, "Invalid", &e, None))?;
     st.finish_update(
         res, &route.ns, &name, live, normalized, managers, manager, dry_run,
     )

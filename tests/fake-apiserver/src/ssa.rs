@@ -470,8 +470,8 @@ fn update_managers(
     workflow: &Manager,
     force: bool,
     ignored: &dyn Fn(&FieldSet) -> FieldSet,
-) -> Result<Comparison, Vec<Conflict>> {
-    let mut cmp = compare(schema, old, new).map_err(|_| Vec::new())?;
+) -> Result<Comparison, ApplyError> {
+    let mut cmp = compare(schema, old, new).map_err(ApplyError::Invalid)?;
     cmp.added = ignored(&cmp.added);
     cmp.modified = ignored(&cmp.modified);
     cmp.removed = ignored(&cmp.removed);
@@ -489,7 +489,7 @@ fn update_managers(
         }
     }
     if !force && !conflicts.is_empty() {
-        return Err(conflicts);
+        return Err(ApplyError::Conflicts(conflicts));
     }
     for m in managers.iter_mut() {
         if m.same_identity(workflow) {
@@ -553,8 +553,7 @@ pub fn apply(
     } else {
         managers.push(entry.clone());
     }
-    update_managers(schema, live, &merged, &mut managers, &entry, force, ignored)
-        .map_err(ApplyError::Conflicts)?;
+    update_managers(schema, live, &merged, &mut managers, &entry, force, ignored)?;
     managers.retain(|m| !m.set.is_empty());
     Ok(Outcome {
         object: merged,
@@ -572,8 +571,13 @@ pub fn update(
     writer: Manager,
     ignored: &dyn Fn(&FieldSet) -> FieldSet,
 ) -> Result<Vec<Manager>, String> {
-    let cmp = update_managers(schema, live, new, &mut managers, &writer, true, ignored)
-        .map_err(|_| "internal error comparing objects".to_string())?;
+    let cmp =
+        update_managers(schema, live, new, &mut managers, &writer, true, ignored).map_err(|e| {
+            match e {
+                ApplyError::Invalid(msg) => msg,
+                ApplyError::Conflicts(_) => "unexpected conflict in a forced update".to_string(),
+            }
+        })?;
     let prev = managers
         .iter()
         .find(|m| m.same_identity(&writer))

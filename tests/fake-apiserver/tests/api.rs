@@ -822,3 +822,35 @@ async fn metadata_only_and_immutable_against_fake_apiserver() {
     .await
     .unwrap();
 }
+
+/// A list-map item without its key is refused (422), on create and on apply.
+#[tokio::test]
+async fn list_map_item_without_key_against_fake_apiserver() {
+    let s = FakeApiServer::new();
+    let body = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"k"},"spec":{"template":{"spec":{"containers":[{"image":"x"}]}}}}"#;
+    let (code, st) = call(
+        &s,
+        "POST",
+        "/apis/apps/v1/namespaces/default/deployments",
+        "application/json",
+        body,
+    )
+    .await;
+    assert_eq!(code, 422, "{st}");
+    let (code, st) = apply(
+        &s,
+        "/apis/apps/v1/namespaces/default/deployments/k",
+        "m",
+        false,
+        body,
+    )
+    .await;
+    assert_eq!(code, 422, "{st}");
+    assert!(
+        st["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("omits key field \"name\""),
+        "{st}"
+    );
+}
