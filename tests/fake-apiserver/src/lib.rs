@@ -10,7 +10,12 @@
 //! - objects with `uid`, `creationTimestamp`, `generation` and a `resourceVersion` from one global
 //!   counter; a write that changes nothing bumps nothing and emits no event;
 //! - LIST with label and field selectors, WATCH from a resourceVersion (410 Expired below the
-//!   retained log, see [`FakeApiServer::compact`]), selector transitions, `timeoutSeconds`;
+//!   retained log, see [`FakeApiServer::compact`]), selector transitions, `timeoutSeconds` (capped
+//!   by [`FakeApiServer::set_watch_timeout`]) and a closing BOOKMARK when bookmarks are allowed;
+//!   `as=PartialObjectMetadata` responses for kube's `*_metadata` calls;
+//! - the `/status` subresource (main-resource writes keep status; `generation` follows spec) and
+//!   `/scale` for Deployments, StatefulSets and ReplicaSets (`kubectl scale`, the HPA), plus the
+//!   `all` discovery category (`kubectl get all`);
 //! - server-side apply with structured-merge-diff's field-set model ([`ssa`], [`fieldset`],
 //!   [`schema`]): managedFields in FieldsV1, merge by list-map keys, prune, conflicts in the real
 //!   Status format, `force`, `dryRun=All`, `before-first-apply`; non-apply writes (POST, PUT, JSON
@@ -34,9 +39,15 @@
 //! # }
 //! ```
 //!
+//! Test helpers beyond the shape above: [`FakeApiServer::seed`] (store without managedFields, so
+//! the next apply meets `before-first-apply`), [`FakeApiServer::list`], [`FakeApiServer::compact`],
+//! [`FakeApiServer::clear_faults`].
+//!
 //! Known simplifications: one stored version per resource (no conversion), no admission, no
 //! protobuf or Table output, no aggregated discovery (clients fall back to the legacy endpoints),
-//! LIST ignores `limit`/`continue`, and only the built-in list/map types in [`schema`] are typed.
+//! LIST ignores `limit`/`continue`, only the built-in list/map types in [`schema`] are typed (CRD
+//! schemas' `x-kubernetes-list-type` is not read), Update managers are not capped at 10, no
+//! kubectl client-side-apply annotation handling, and the garbage collector runs synchronously.
 
 pub mod fieldset;
 pub mod patch;

@@ -57,7 +57,30 @@ impl Resource {
         if !self.short_names.is_empty() {
             v["shortNames"] = json!(self.short_names);
         }
+        // The `all` category kubectl resolves `kubectl get all` through.
+        let all = matches!(
+            (self.group.as_str(), self.plural.as_str()),
+            ("", "pods" | "services" | "replicationcontrollers")
+                | (
+                    "apps",
+                    "deployments" | "statefulsets" | "daemonsets" | "replicasets"
+                )
+                | ("batch", "jobs" | "cronjobs")
+                | ("autoscaling", "horizontalpodautoscalers")
+        );
+        if all {
+            v["categories"] = json!(["all"]);
+        }
         v
+    }
+
+    /// Has a `/scale` subresource (autoscaling/v1 Scale over `spec.replicas`).
+    pub fn scale(&self) -> bool {
+        self.group == "apps"
+            && matches!(
+                self.plural.as_str(),
+                "deployments" | "statefulsets" | "replicasets"
+            )
     }
 }
 

@@ -173,11 +173,20 @@ impl State {
                 .filter(|r| r.crd.is_some() && r.crd == crd)
                 .cloned()
                 .collect();
-            self.resources
-                .retain(|r| !(r.crd.is_some() && r.crd == crd));
+            // Its custom resources go first, each with a DELETED event.
             if let Some(r) = gone.first() {
+                let names: Vec<ObjKey> = self
+                    .objects
+                    .get(&r.key())
+                    .map(|m| m.keys().cloned().collect())
+                    .unwrap_or_default();
+                for (ons, oname) in names {
+                    self.remove(r, &ons, &oname);
+                }
                 self.objects.remove(&r.key());
             }
+            self.resources
+                .retain(|r| !(r.crd.is_some() && r.crd == crd));
         }
         if res.group.is_empty() && res.plural == "namespaces" {
             self.delete_namespace_contents(name);
@@ -405,7 +414,7 @@ impl State {
         if res.status {
             drop_status_on_create(res, &mut obj);
         }
-        normalize(res, None, &mut obj)?;
+        normalize(res, &mut obj)?;
         validate(res, None, &obj, &name)?;
         let writer = update_manager(manager, res, "");
         let base = create_base(&obj);
@@ -417,7 +426,7 @@ impl State {
             writer,
             &|s| ignored(res, "", s),
         )
-        .map_err(|e| status(500, "InternalError", &e, None))?;
+        .map_err(|e| status(422, "Invalid", &e, None))?;
         let stamped = stamp_managers(&strip_managed(&obj), managers, Some(manager), None, true);
         let mut obj = stamped;
         obj["metadata"]["uid"] = json!(uuid::Uuid::new_v4().to_string());
@@ -483,7 +492,7 @@ impl State {
         }
         new["apiVersion"] = json!(res.api_version());
         new["kind"] = json!(res.kind);
-        normalize(res, Some(live), &mut new)?;
+        normalize(res, &mut new)?;
         validate(res, Some(live), &new, name)?;
         let live_managers = managers_of(live);
         let same_sets = live_managers.len() == managers.len()
@@ -843,79 +852,126 @@ fn spec_changed(old: &Value, new: &Value) -> bool {
     body(old) != body(new)
 }
 
+/// The value at `path` if every step is an object field (never creates anything, unlike
+/// `serde_json`'s `IndexMut`).
+fn at_mut<'a>(v: &'a mut Value, path: &[&str]) -> Option<&'a mut Value> {
+    path.iter().try_fold(v, |v, seg| v.get_mut(*seg))
+}
+
+/// The object map at `key` of `v`, created if absent; `None` if `v` is not an object or the
+/// field holds something else (left for validation to reject, never a panic).
+fn object_at<'a>(v: &'a mut Value, key: &str) -> Option<&'a mut serde_json::Map<String, Value>> {
+    let m = v.as_object_mut()?;
+    m.entry(key.to_string())
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+}
+
+/// Defaults `protocol: TCP` on every item of a ports list.
+fn default_protocols(ports: Option<&mut Value>) {
+    for p in ports.and_then(Value::as_array_mut).into_iter().flatten() {
+        if let Some(m) = p.as_object_mut()
+            && m.get("protocol").is_none_or(Value::is_null)
+        {
+            m.insert("protocol".to_string(), json!("TCP"));
+        }
+    }
+}
+
+/// Removes `null` map entries: Go's typed objects never serialise a nil field, so an applied
+/// `annotations: null` leaves no key behind (the applier still owns the path).
+fn drop_nulls(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.retain(|_, x| !x.is_null());
+            m.values_mut().for_each(drop_nulls);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+        _ => {}
+    }
+}
+
 /// Server-side defaulting and type rules applied to every stored object.
-fn normalize(
-    res: &Resource,
-    live: Option<&Value>,
-    obj: &mut Value,
-) -> Result<(), Response<ResponseBody>> {
+fn normalize(res: &Resource, obj: &mut Value) -> Result<(), Response<ResponseBody>> {
+    drop_nulls(obj);
     let name = obj["metadata"]["name"]
         .as_str()
         .unwrap_or_default()
         .to_string();
     match (res.group.as_str(), res.kind.as_str()) {
         ("", "Secret") => {
-            if let Some(Value::Object(sd)) = obj.get("stringData").cloned() {
+            // stringData is write-only: merged into data, never stored.
+            let string_data = obj.as_object_mut().and_then(|m| m.remove("stringData"));
+            if let Some(Value::Object(sd)) = string_data {
                 use base64::Engine;
-                for (k, v) in sd {
-                    let s = v.as_str().unwrap_or_default();
-                    obj["data"][k] = json!(base64::engine::general_purpose::STANDARD.encode(s));
-                }
-            }
-            if let Some(m) = obj.as_object_mut() {
-                m.remove("stringData");
-            }
-            if obj["type"].is_null() {
-                obj["type"] = json!("Opaque");
-            }
-        }
-        ("", "Service") => {
-            for p in obj["spec"]["ports"].as_array_mut().into_iter().flatten() {
-                if p["protocol"].is_null() {
-                    p["protocol"] = json!("TCP");
-                }
-                if p["targetPort"].is_null()
-                    && let Some(port) = p.get("port").cloned()
-                {
-                    p["targetPort"] = port;
-                }
-            }
-            if obj["spec"].is_object() && obj["spec"]["type"].is_null() {
-                obj["spec"]["type"] = json!("ClusterIP");
-            }
-        }
-        ("", "Namespace") => {
-            obj["status"]["phase"] = if obj["metadata"]["deletionTimestamp"].is_null() {
-                json!("Active")
-            } else {
-                json!("Terminating")
-            };
-            if obj["spec"]["finalizers"].is_null() {
-                obj["spec"]["finalizers"] = json!(["kubernetes"]);
-            }
-            if !obj["metadata"]["labels"].is_object() {
-                obj["metadata"]["labels"] = json!({});
-            }
-            obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = json!(name);
-        }
-        _ => {}
-    }
-    if let Some(prefix) = pod_spec_path(res) {
-        let mut spec = &mut *obj;
-        for seg in prefix {
-            spec = &mut spec[*seg];
-        }
-        for list in ["containers", "initContainers"] {
-            for c in spec[list].as_array_mut().into_iter().flatten() {
-                for p in c["ports"].as_array_mut().into_iter().flatten() {
-                    if p["protocol"].is_null() && p.is_object() {
-                        p["protocol"] = json!("TCP");
+                if let Some(data) = object_at(obj, "data") {
+                    for (k, v) in sd {
+                        let s = v.as_str().unwrap_or_default();
+                        data.insert(
+                            k,
+                            json!(base64::engine::general_purpose::STANDARD.encode(s)),
+                        );
                     }
                 }
             }
+            if obj["type"].is_null()
+                && let Some(m) = obj.as_object_mut()
+            {
+                m.insert("type".to_string(), json!("Opaque"));
+            }
+        }
+        ("", "Service") => {
+            if let Some(ports) = at_mut(obj, &["spec", "ports"]).and_then(Value::as_array_mut) {
+                for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+                    if p.get("protocol").is_none_or(Value::is_null) {
+                        p.insert("protocol".to_string(), json!("TCP"));
+                    }
+                    if p.get("targetPort").is_none_or(Value::is_null)
+                        && let Some(port) = p.get("port").cloned()
+                    {
+                        p.insert("targetPort".to_string(), port);
+                    }
+                }
+            }
+            if let Some(spec) = at_mut(obj, &["spec"]).and_then(Value::as_object_mut)
+                && spec.get("type").is_none_or(Value::is_null)
+            {
+                spec.insert("type".to_string(), json!("ClusterIP"));
+            }
+        }
+        ("", "Namespace") => {
+            let phase = if obj["metadata"]["deletionTimestamp"].is_null() {
+                "Active"
+            } else {
+                "Terminating"
+            };
+            if let Some(st) = object_at(obj, "status") {
+                st.insert("phase".to_string(), json!(phase));
+            }
+            if let Some(spec) = object_at(obj, "spec") {
+                spec.entry("finalizers".to_string())
+                    .or_insert_with(|| json!(["kubernetes"]));
+            }
+            if let Some(labels) = obj.get_mut("metadata").and_then(|m| object_at(m, "labels")) {
+                labels.insert("kubernetes.io/metadata.name".to_string(), json!(name));
+            }
+        }
+        _ => {}
+    }
+    if let Some(prefix) = pod_spec_path(res)
+        && let Some(spec) = at_mut(obj, prefix)
+    {
+        for list in ["containers", "initContainers"] {
+            for c in spec
+                .get_mut(list)
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                default_protocols(c.get_mut("ports"));
+            }
         }
     }
-    let _ = live;
     Ok(())
 }
 
@@ -1170,6 +1226,9 @@ fn resource_list(st: &State, group: &str, version: &str) -> Option<Value> {
         if r.status {
             list.push(json!({"name": format!("{}/status", r.plural), "singularName": "", "namespaced": r.namespaced, "kind": r.kind, "verbs": ["get", "patch", "update"]}));
         }
+        if r.scale() {
+            list.push(json!({"name": format!("{}/scale", r.plural), "singularName": "", "namespaced": r.namespaced, "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]}));
+        }
     }
     let gv = if group.is_empty() {
         version.to_string()
@@ -1318,18 +1377,16 @@ pub async fn handle(shared: Shared, req: Request<Bytes>) -> Response<ResponseBod
         .cloned()
         .filter(|m| !m.is_empty())
         .unwrap_or_else(|| {
-            // prefixFromUserAgent: the user agent up to the first "/".
-            let p = user_agent.split('/').next().unwrap_or("").to_string();
-            if p.is_empty() {
-                "unknown".to_string()
-            } else {
-                p
-            }
+            // managerOrUserAgent / prefixFromUserAgent: the user agent up to the first "/" (empty
+            // without a user agent, as kube's in-process client sends none; the entry then has no
+            // `manager` key).
+            user_agent.split('/').next().unwrap_or("").to_string()
         });
     let dry_run = q.get("dryRun").is_some_and(|d| d == "All");
     let sub = route.sub.clone().unwrap_or_default();
     let known_sub = sub.is_empty()
         || (sub == "status" && res.status)
+        || (sub == "scale" && res.scale())
         || (sub == "finalize" && res.plural == "namespaces");
     if !known_sub {
         return status(
@@ -1337,6 +1394,20 @@ pub async fn handle(shared: Shared, req: Request<Bytes>) -> Response<ResponseBod
             "NotFound",
             "the server could not find the requested resource",
             Some(json!({})),
+        );
+    }
+
+    if sub == "scale" {
+        let mut st = lock(&shared);
+        return scale(
+            &mut st,
+            &res,
+            &route,
+            verb,
+            &body,
+            &content_type,
+            &manager,
+            dry_run,
         );
     }
 
@@ -1611,6 +1682,7 @@ fn watch(
         }
     }
     let floor = st.floor;
+    let bookmarks = q.get("allowWatchBookmarks").is_some_and(|b| b == "true");
     let mut rx = st.tx.subscribe();
     let timeout = q
         .get("timeoutSeconds")
@@ -1656,13 +1728,30 @@ fn watch(
         };
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
+        let mut last_rv = since;
         loop {
             tokio::select! {
-                _ = &mut deadline => return,
+                _ = &mut deadline => {
+                    // Like the watch cache, end a bookmark-enabled watch with a BOOKMARK carrying
+                    // the newest resourceVersion this watch has covered, so the client resumes
+                    // from there instead of an older, possibly compacted, version.
+                    if bookmarks {
+                        let mark = json!({"type": "BOOKMARK", "object": {
+                            "kind": res.kind, "apiVersion": res.api_version(),
+                            "metadata": {"resourceVersion": last_rv.to_string()},
+                        }});
+                        let _ = tx.send(line(mark)).await;
+                    }
+                    return;
+                }
                 _ = tx.closed() => return,
                 ev = rx.recv() => match ev {
                     Ok(ev) => {
-                        if ev.key != key || ev.rv <= since {
+                        if ev.rv <= since {
+                            continue;
+                        }
+                        last_rv = ev.rv;
+                        if ev.key != key {
                             continue;
                         }
                         if let Some((kind, obj)) = transform(&ev, &matches)
@@ -1792,7 +1881,7 @@ fn write_update(
     }
     normalized["apiVersion"] = json!(res.api_version());
     normalized["kind"] = json!(res.kind);
-    normalize(res, Some(live), &mut normalized)?;
+    normalize(res, &mut normalized)?;
     let writer = update_manager(manager, res, sub);
     let managers = ssa::update(
         schema(res),
@@ -1802,7 +1891,7 @@ fn write_update(
         writer,
         &|s| ignored(res, sub, s),
     )
-    .map_err(|e| status(500, "InternalError", &e, None))?;
+    .map_err(|e| status(422, "Invalid", &e, None))?;
     st.finish_update(
         res, &route.ns, &name, live, normalized, managers, manager, dry_run,
     )
@@ -2007,7 +2096,7 @@ fn apply_req(
                 );
             }
         };
-    if !config.is_object() {
+    if !config.is_object() || !(config["metadata"].is_object() || config["metadata"].is_null()) {
         return status(
             400,
             "BadRequest",
@@ -2103,7 +2192,7 @@ fn apply_req(
             return r;
         }
         strip_server_fields(&mut obj);
-        if let Err(r) = normalize(res, None, &mut obj) {
+        if let Err(r) = normalize(res, &mut obj) {
             return r;
         }
         if let Err(r) = validate(res, None, &obj, &name) {
@@ -2284,6 +2373,9 @@ fn delete(
 /// Direct insertion for tests: stores `obj` as-is (server fields filled in, no managedFields), as an
 /// object written before field tracking existed.
 pub fn seed(st: &mut State, res: &Resource, mut obj: Value) -> Result<Value, String> {
+    if !obj["metadata"].is_object() {
+        return Err("seed: metadata must be an object".to_string());
+    }
     let ns = obj["metadata"]["namespace"]
         .as_str()
         .unwrap_or_default()
@@ -2295,7 +2387,7 @@ pub fn seed(st: &mut State, res: &Resource, mut obj: Value) -> Result<Value, Str
     obj["apiVersion"] = json!(res.api_version());
     obj["kind"] = json!(res.kind);
     strip_server_fields(&mut obj);
-    normalize(res, None, &mut obj).map_err(|_| "seed: invalid object".to_string())?;
+    normalize(res, &mut obj).map_err(|_| "seed: invalid object".to_string())?;
     obj["metadata"]["uid"] = json!(uuid::Uuid::new_v4().to_string());
     obj["metadata"]["creationTimestamp"] = json!(now());
     let kind = if st.get_obj(res, &ns, &name).is_some() {
@@ -2314,4 +2406,129 @@ where
     B: http_body::Body<Data = Bytes>,
 {
     Ok(body.collect().await?.to_bytes())
+}
+
+/// The autoscaling/v1 `Scale` view of a workload (`/scale` subresource).
+fn scale_view(obj: &Value) -> Value {
+    let selector = obj["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default();
+    let md = &obj["metadata"];
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            "name": md["name"], "namespace": md["namespace"], "uid": md["uid"],
+            "resourceVersion": md["resourceVersion"], "creationTimestamp": md["creationTimestamp"],
+        },
+        "spec": {"replicas": obj["spec"]["replicas"].as_i64().unwrap_or(1)},
+        "status": {"replicas": obj["status"]["replicas"].as_i64().unwrap_or(0), "selector": selector},
+    })
+}
+
+/// GET, PUT and non-apply PATCH of `/scale`: the replica count is written to `spec.replicas` as an
+/// `Update` by the writer with subresource `scale` (how `kubectl scale` and the HPA take
+/// ownership of replicas).
+#[allow(clippy::too_many_arguments)]
+fn scale(
+    st: &mut State,
+    res: &Resource,
+    route: &Route,
+    verb: &str,
+    body: &Bytes,
+    content_type: &str,
+    manager: &str,
+    dry_run: bool,
+) -> Response<ResponseBody> {
+    let name = route.name.clone().unwrap_or_default();
+    let Some(live) = st.get_obj(res, &route.ns, &name).cloned() else {
+        return not_found(res, &name);
+    };
+    let view = scale_view(&live);
+    let new_view = match verb {
+        "get" => return json_response(200, &view),
+        "update" => match parse_body(body, content_type) {
+            Ok(v) => v,
+            Err(r) => return r,
+        },
+        "patch" => {
+            let p: Value = match serde_json::from_slice(body) {
+                Ok(v) => v,
+                Err(e) => {
+                    return status(
+                        400,
+                        "BadRequest",
+                        &format!("error decoding patch: {e}"),
+                        None,
+                    );
+                }
+            };
+            let mut doc = view.clone();
+            match content_type {
+                "application/json-patch+json" => {
+                    if let Err(e) = patch::json_patch(&mut doc, &p) {
+                        return status(422, "Invalid", &e, None);
+                    }
+                }
+                "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
+                    patch::merge_patch(&mut doc, &p)
+                }
+                _ => {
+                    return status(
+                        415,
+                        "UnsupportedMediaType",
+                        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json",
+                        None,
+                    );
+                }
+            }
+            doc
+        }
+        _ => {
+            return status(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+                None,
+            );
+        }
+    };
+    if let Err(r) = precondition_rv(res, &live, &new_view, &name) {
+        return r;
+    }
+    let Some(replicas) = new_view["spec"]["replicas"].as_i64().filter(|r| *r >= 0) else {
+        return invalid(
+            res,
+            &name,
+            "spec.replicas",
+            "Invalid value: must be greater than or equal to 0",
+        );
+    };
+    let mut new = strip_managed(&live);
+    match object_at(&mut new, "spec") {
+        Some(spec) => {
+            spec.insert("replicas".to_string(), json!(replicas));
+        }
+        None => return invalid(res, &name, "spec", "Invalid value: must be an object"),
+    }
+    match write_update(
+        st,
+        res,
+        route,
+        &live,
+        new,
+        managers_of(&live),
+        manager,
+        "scale",
+        dry_run,
+    ) {
+        Ok(o) => json_response(200, &scale_view(&o)),
+        Err(r) => r,
+    }
 }

@@ -157,15 +157,34 @@ fn merge_at<'a>(
                 lkeys.iter().enumerate().map(|(i, k)| (k, i)).collect();
             let cpos: BTreeMap<&PathElement, usize> =
                 ckeys.iter().enumerate().map(|(i, k)| (k, i)).collect();
+            // A port of structured-merge-diff's `mergingWalker.visitListItems`: live-only items
+            // stay where live has them, config items come in config order, and an item on both
+            // sides is merged where the config puts it relative to the other shared items.
+            let merge_item = |li: Option<usize>, ci: usize, names: &mut Vec<&'a str>| match li {
+                Some(lj) if matches!(ty, ListType::Map(_)) => {
+                    merge_at(schema, &l[lj], &c[ci], names)
+                }
+                _ => Ok(c[ci].clone()),
+            };
+            let mut shared = ckeys.iter().filter(|k| lpos.contains_key(k));
+            let mut next_shared = shared.next();
             let mut out = Vec::new();
-            let mut used_l = vec![false; l.len()];
             let (mut li, mut ci) = (0, 0);
-            // structured-merge-diff's two-pointer list merge: items only on one side stay where that
-            // side has them; items on both sides are merged at the config's position.
             while li < l.len() || ci < c.len() {
-                if li < l.len() && used_l[li] {
-                    li += 1;
-                    continue;
+                if li < l.len() && ci < c.len() {
+                    let pe = &lkeys[li];
+                    if *pe == ckeys[ci] {
+                        out.push(merge_item(Some(li), ci, names)?);
+                        li += 1;
+                        ci += 1;
+                        next_shared = shared.next();
+                        continue;
+                    }
+                    if cpos.contains_key(pe) && next_shared.is_some_and(|n| n != pe) {
+                        // A shared item, but not the one wanted in this round.
+                        li += 1;
+                        continue;
+                    }
                 }
                 if li < l.len() && !cpos.contains_key(&lkeys[li]) {
                     out.push(l[li].clone());
@@ -173,20 +192,14 @@ fn merge_at<'a>(
                     continue;
                 }
                 if ci < c.len() {
-                    let merged = match lpos.get(&ckeys[ci]) {
-                        Some(&lj) => {
-                            used_l[lj] = true;
-                            if matches!(ty, ListType::Map(_)) {
-                                merge_at(schema, &l[lj], &c[ci], names)?
-                            } else {
-                                c[ci].clone()
-                            }
-                        }
-                        None => c[ci].clone(),
-                    };
-                    out.push(merged);
+                    let pe = &ckeys[ci];
+                    out.push(merge_item(lpos.get(pe).copied(), ci, names)?);
                     ci += 1;
+                    if next_shared == Some(pe) {
+                        next_shared = shared.next();
+                    }
                 } else {
+                    // Only shared live items already merged remain.
                     li += 1;
                 }
             }
@@ -375,7 +388,9 @@ impl Manager {
 
     pub fn to_json(&self) -> Value {
         let mut m = Map::new();
-        m.insert("manager".into(), Value::String(self.manager.clone()));
+        if !self.manager.is_empty() {
+            m.insert("manager".into(), Value::String(self.manager.clone()));
+        }
         m.insert("operation".into(), Value::String(self.operation.clone()));
         m.insert("apiVersion".into(), Value::String(self.api_version.clone()));
         if let Some(t) = &self.time {
@@ -455,8 +470,8 @@ fn update_managers(
     workflow: &Manager,
     force: bool,
     ignored: &dyn Fn(&FieldSet) -> FieldSet,
-) -> Result<Comparison, Vec<Conflict>> {
-    let mut cmp = compare(schema, old, new).map_err(|_| Vec::new())?;
+) -> Result<Comparison, ApplyError> {
+    let mut cmp = compare(schema, old, new).map_err(ApplyError::Invalid)?;
     cmp.added = ignored(&cmp.added);
     cmp.modified = ignored(&cmp.modified);
     cmp.removed = ignored(&cmp.removed);
@@ -474,7 +489,7 @@ fn update_managers(
         }
     }
     if !force && !conflicts.is_empty() {
-        return Err(conflicts);
+        return Err(ApplyError::Conflicts(conflicts));
     }
     for m in managers.iter_mut() {
         if m.same_identity(workflow) {
@@ -538,8 +553,7 @@ pub fn apply(
     } else {
         managers.push(entry.clone());
     }
-    update_managers(schema, live, &merged, &mut managers, &entry, force, ignored)
-        .map_err(ApplyError::Conflicts)?;
+    update_managers(schema, live, &merged, &mut managers, &entry, force, ignored)?;
     managers.retain(|m| !m.set.is_empty());
     Ok(Outcome {
         object: merged,
@@ -557,8 +571,13 @@ pub fn update(
     writer: Manager,
     ignored: &dyn Fn(&FieldSet) -> FieldSet,
 ) -> Result<Vec<Manager>, String> {
-    let cmp = update_managers(schema, live, new, &mut managers, &writer, true, ignored)
-        .map_err(|_| "internal error comparing objects".to_string())?;
+    let cmp =
+        update_managers(schema, live, new, &mut managers, &writer, true, ignored).map_err(|e| {
+            match e {
+                ApplyError::Invalid(msg) => msg,
+                ApplyError::Conflicts(_) => "unexpected conflict in a forced update".to_string(),
+            }
+        })?;
     let prev = managers
         .iter()
         .find(|m| m.same_identity(&writer))
@@ -610,4 +629,43 @@ pub fn conflict_message(conflicts: &[Conflict]) -> String {
         conflicts.len(),
         lines.join("\n")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn names(v: &Value) -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|i| i["name"].as_str().unwrap_or_default().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// List-map merge order as structured-merge-diff's `visitListItems` produces it.
+    #[test]
+    fn list_merge_order_against_fake_apiserver_merge() {
+        let schema = Schema {
+            group: "",
+            kind: "Pod",
+        };
+        let merge_names = |live: Value, config: Value| {
+            let l = json!({"spec": {"containers": live}});
+            let c = json!({"spec": {"containers": config}});
+            names(&merge(schema, &l, &c).unwrap()["spec"]["containers"])
+        };
+        let n = |xs: &[&str]| json!(xs.iter().map(|x| json!({"name": x})).collect::<Vec<_>>());
+        assert_eq!(
+            merge_names(n(&["a", "x", "b"]), n(&["b", "a"])),
+            ["x", "b", "a"]
+        );
+        assert_eq!(merge_names(n(&["a", "b"]), n(&["b", "a"])), ["b", "a"]);
+        assert_eq!(merge_names(n(&["a", "b"]), n(&["c"])), ["a", "b", "c"]);
+        assert_eq!(merge_names(n(&["a", "b"]), n(&["c", "b"])), ["a", "c", "b"]);
+        assert_eq!(merge_names(n(&["b", "a"]), n(&["a"])), ["b", "a"]);
+    }
 }

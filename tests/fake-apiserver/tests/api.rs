@@ -232,13 +232,23 @@ async fn watch_from_resource_version_against_fake_apiserver() {
     api.delete("b", &DeleteParams::default()).await.unwrap();
 
     let wp = WatchParams::default().timeout(1);
-    let events: Vec<WatchEvent<ConfigMap>> = api
+    let mut events: Vec<WatchEvent<ConfigMap>> = api
         .watch(&wp, &rv)
         .await
         .unwrap()
         .try_collect()
         .await
         .unwrap();
+    // A bookmark-enabled watch ends with a BOOKMARK at the newest resourceVersion.
+    match events.pop() {
+        Some(WatchEvent::Bookmark(b)) => {
+            assert_eq!(
+                b.metadata.resource_version,
+                s.resource_version().to_string()
+            )
+        }
+        other => panic!("{other:?}"),
+    }
     let kinds: Vec<String> = events
         .iter()
         .map(|e| match e {
@@ -302,7 +312,7 @@ async fn watch_expired_410_against_fake_apiserver() {
     // Watching from the current RV still works after a compaction.
     let now = s.resource_version().to_string();
     let events: Vec<WatchEvent<ConfigMap>> = api
-        .watch(&WatchParams::default().timeout(1), &now)
+        .watch(&WatchParams::default().disable_bookmarks().timeout(1), &now)
         .await
         .unwrap()
         .try_collect()
@@ -326,7 +336,10 @@ async fn watch_label_selector_transitions_against_fake_apiserver() {
     )
     .await
     .unwrap();
-    let wp = WatchParams::default().labels("release=r1").timeout(1);
+    let wp = WatchParams::default()
+        .labels("release=r1")
+        .disable_bookmarks()
+        .timeout(1);
     let events: Vec<WatchEvent<ConfigMap>> = api
         .watch(&wp, &rv)
         .await
@@ -574,4 +587,270 @@ async fn fault_injection_and_stats_against_fake_apiserver() {
     let st = s.stats();
     assert_eq!((st.get, st.delete, st.list), (3, 1, 1));
     assert_eq!(st.api_requests(), 5);
+}
+
+/// The status subresource: main-resource writes keep the stored status, `/status` writes change
+/// only status, and generation follows spec changes only.
+#[tokio::test]
+async fn status_subresource_and_generation_against_fake_apiserver() {
+    let s = FakeApiServer::new();
+    let uri = "/apis/apps/v1/namespaces/default/deployments/web";
+    let dep = "{apiVersion: apps/v1, kind: Deployment, metadata: {name: web}, spec: {replicas: 1, selector: {matchLabels: {app: web}}, template: {metadata: {labels: {app: web}}, spec: {containers: [{name: web, image: web:1}]}}}, status: {replicas: 99}}";
+    let (code, obj) = apply(&s, uri, "antiopa", false, dep).await;
+    assert_eq!(code, 201, "{obj}");
+    assert!(
+        obj.get("status").is_none(),
+        "status is not applied through the main resource"
+    );
+    assert_eq!(obj["metadata"]["generation"], 1);
+
+    let (code, obj) = call(
+        &s,
+        "PATCH",
+        &format!("{uri}/status?fieldManager=kube-controller-manager"),
+        "application/merge-patch+json",
+        r#"{"status":{"readyReplicas":1},"spec":{"replicas":7}}"#,
+    )
+    .await;
+    assert_eq!(code, 200, "{obj}");
+    assert_eq!(obj["status"]["readyReplicas"], 1);
+    assert_eq!(
+        obj["spec"]["replicas"], 1,
+        "a status write changes only status"
+    );
+    assert_eq!(obj["metadata"]["generation"], 1);
+    let kcm = obj["metadata"]["managedFields"]
+        .as_array()
+        .and_then(|a| a.iter().find(|m| m["manager"] == "kube-controller-manager"))
+        .cloned()
+        .expect("status manager");
+    assert_eq!(kcm["subresource"], "status");
+    assert_eq!(
+        kcm["fieldsV1"],
+        json!({"f:status": {".": {}, "f:readyReplicas": {}}})
+    );
+
+    // A metadata-only change does not bump generation; a spec change does.
+    let (_, obj) = merge_patch(&s, uri, "x", r#"{"metadata":{"labels":{"a":"b"}}}"#).await;
+    assert_eq!(obj["metadata"]["generation"], 1);
+    assert_eq!(
+        obj["status"]["readyReplicas"], 1,
+        "main-resource writes keep status"
+    );
+    let (_, obj) = merge_patch(&s, uri, "x", r#"{"spec":{"replicas":2}}"#).await;
+    assert_eq!(obj["metadata"]["generation"], 2);
+}
+
+/// A namespace whose contents hold finalizers stays Terminating; new content is refused with 403.
+#[tokio::test]
+async fn terminating_namespace_against_fake_apiserver() {
+    let s = FakeApiServer::new();
+    apply(
+        &s,
+        "/api/v1/namespaces/t",
+        "m",
+        false,
+        "{apiVersion: v1, kind: Namespace, metadata: {name: t}}",
+    )
+    .await;
+    apply(
+        &s,
+        "/api/v1/namespaces/t/configmaps/held",
+        "m",
+        false,
+        "{apiVersion: v1, kind: ConfigMap, metadata: {name: held, finalizers: [example.com/x]}}",
+    )
+    .await;
+    let (code, obj) = call(&s, "DELETE", "/api/v1/namespaces/t", "application/json", "").await;
+    assert_eq!(code, 200);
+    assert_eq!(obj["status"]["phase"], "Terminating");
+    let (code, st) = apply(
+        &s,
+        "/api/v1/namespaces/t/configmaps/new",
+        "m",
+        false,
+        "{apiVersion: v1, kind: ConfigMap, metadata: {name: new}}",
+    )
+    .await;
+    assert_eq!(code, 403, "{st}");
+    assert_eq!(st["reason"], "Forbidden");
+    // Releasing the finalizer lets the object and then the namespace go.
+    merge_patch(
+        &s,
+        "/api/v1/namespaces/t/configmaps/held",
+        "m",
+        r#"{"metadata":{"finalizers":null}}"#,
+    )
+    .await;
+    assert!(s.get("configmaps", Some("t"), "held").is_none());
+    assert!(s.get("namespaces", None, "t").is_none());
+}
+
+/// Objects seeded without managedFields meet `before-first-apply` on their first apply.
+#[tokio::test]
+async fn seeded_object_before_first_apply_against_fake_apiserver() {
+    let s = FakeApiServer::new();
+    s.seed(
+        "v1/configmaps",
+        json!({"metadata": {"name": "old", "namespace": "default"}, "data": {"a": "1"}}),
+    )
+    .unwrap();
+    let uri = "/api/v1/namespaces/default/configmaps/old";
+    let (code, st) = apply(
+        &s,
+        uri,
+        "antiopa",
+        false,
+        "{apiVersion: v1, kind: ConfigMap, metadata: {name: old}, data: {a: '2'}}",
+    )
+    .await;
+    assert_eq!(code, 409, "{st}");
+    let (code, obj) = apply(
+        &s,
+        uri,
+        "antiopa",
+        true,
+        "{apiVersion: v1, kind: ConfigMap, metadata: {name: old}, data: {a: '2'}}",
+    )
+    .await;
+    assert_eq!(code, 200);
+    let names: Vec<&str> = obj["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["manager"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["antiopa"],
+        "before-first-apply owned only data.a and lost it"
+    );
+}
+
+/// Strategic merge patch (kubectl's default for built-ins) merges containers by name.
+#[tokio::test]
+async fn strategic_merge_patch_against_fake_apiserver() {
+    let s = FakeApiServer::new();
+    let uri = "/apis/apps/v1/namespaces/default/deployments/web";
+    apply(&s, uri, "antiopa", false, "{apiVersion: apps/v1, kind: Deployment, metadata: {name: web}, spec: {selector: {matchLabels: {app: web}}, template: {metadata: {labels: {app: web}}, spec: {containers: [{name: a, image: a:1}, {name: b, image: b:1}]}}}}").await;
+    let (code, obj) = call(
+        &s,
+        "PATCH",
+        &format!("{uri}?fieldManager=kubectl-set"),
+        "application/strategic-merge-patch+json",
+        r#"{"spec":{"template":{"spec":{"containers":[{"name":"b","image":"b:2"}]}}}}"#,
+    )
+    .await;
+    assert_eq!(code, 200, "{obj}");
+    let cs = &obj["spec"]["template"]["spec"]["containers"];
+    assert_eq!(cs[0]["image"], "a:1");
+    assert_eq!(cs[1]["image"], "b:2");
+    let set = obj["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["manager"] == "kubectl-set")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        set["fieldsV1"],
+        json!({"f:spec": {"f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"b\"}": {"f:image": {}}}}}}})
+    );
+}
+
+/// Malformed bodies get Status errors, never a crashed server.
+#[tokio::test]
+async fn malformed_input_against_fake_apiserver() {
+    let s = FakeApiServer::new();
+    let uri = "/api/v1/namespaces/default/services/x";
+    for body in [
+        "{apiVersion: v1, kind: Service, metadata: x}",
+        "[1, 2]",
+        "{apiVersion: v1, kind: Service, metadata: {name: x}, spec: 7}",
+        "{apiVersion: v1, kind: Service, metadata: {name: x}, spec: {ports: [1, {port: 80}]}}",
+        ": : :",
+    ] {
+        let (code, _) = apply(&s, uri, "m", false, body).await;
+        assert!(code == 400 || code == 422 || code == 201, "{body}: {code}");
+    }
+    let (code, _) = call(
+        &s,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        "application/json",
+        "{not json",
+    )
+    .await;
+    assert_eq!(code, 400);
+    let (code, _) = call(&s, "GET", "/apis/nope/v1/things", "application/json", "").await;
+    assert_eq!(code, 404);
+}
+
+/// `as=PartialObjectMetadata` (kube's `get_metadata` / `list_metadata`) and `immutable: true`.
+#[tokio::test]
+async fn metadata_only_and_immutable_against_fake_apiserver() {
+    let s = FakeApiServer::new();
+    let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let mut c = cm("frozen", json!({"app": "x"}));
+    c.immutable = Some(true);
+    api.create(&PostParams::default(), &c).await.unwrap();
+    let meta = api.get_metadata("frozen").await.unwrap();
+    assert_eq!(meta.metadata.labels.unwrap()["app"], "x");
+    let list = api.list_metadata(&ListParams::default()).await.unwrap();
+    assert_eq!(list.items.len(), 1);
+
+    let err = api_status(
+        api.patch(
+            "frozen",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"k": "changed"}})),
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        err.message,
+        "ConfigMap \"frozen\" is invalid: data: Forbidden: field is immutable when `immutable` is set"
+    );
+    // Labels may still change.
+    api.patch(
+        "frozen",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"app": "y"}}})),
+    )
+    .await
+    .unwrap();
+}
+
+/// A list-map item without its key is refused (422), on create and on apply.
+#[tokio::test]
+async fn list_map_item_without_key_against_fake_apiserver() {
+    let s = FakeApiServer::new();
+    let body = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"k"},"spec":{"template":{"spec":{"containers":[{"image":"x"}]}}}}"#;
+    let (code, st) = call(
+        &s,
+        "POST",
+        "/apis/apps/v1/namespaces/default/deployments",
+        "application/json",
+        body,
+    )
+    .await;
+    assert_eq!(code, 422, "{st}");
+    let (code, st) = apply(
+        &s,
+        "/apis/apps/v1/namespaces/default/deployments/k",
+        "m",
+        false,
+        body,
+    )
+    .await;
+    assert_eq!(code, 422, "{st}");
+    assert!(
+        st["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("omits key field \"name\""),
+        "{st}"
+    );
 }

@@ -132,6 +132,49 @@ async fn real_kubectl_against_fake_apiserver() {
     let (ok, _, err) = run(KUBECTL, args(&kc, &["get", "configmap", "test-cm"])).await;
     assert!(!ok);
     assert!(err.contains("configmaps \"test-cm\" not found"), "{err}");
+
+    // A Deployment: apps group discovery, the /scale subresource taking ownership of replicas, and
+    // the resulting conflict on the next apply; `kubectl get all` through discovery categories.
+    let dep = dir.path().join("dep.yaml");
+    std::fs::write(
+        &dep,
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 3\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: web\n        image: nginx:1.14.2\n",
+    )
+    .expect("manifest");
+    let d = dep.display().to_string();
+    let (ok, out, err) = run(
+        KUBECTL,
+        args(
+            &kc,
+            &["apply", "--server-side", "--validate=false", "-f", &d],
+        ),
+    )
+    .await;
+    assert!(ok, "{out}{err}");
+    let (ok, out, err) = run(
+        KUBECTL,
+        args(&kc, &["scale", "deployment", "web", "--replicas=5"]),
+    )
+    .await;
+    assert!(ok, "{out}{err}");
+    assert_eq!(out.trim(), "deployment.apps/web scaled");
+    let (ok, _, err) = run(
+        KUBECTL,
+        args(
+            &kc,
+            &["apply", "--server-side", "--validate=false", "-f", &d],
+        ),
+    )
+    .await;
+    assert!(!ok);
+    assert!(
+        err.contains("with subresource \"scale\" using apps/v1 at "),
+        "{err}"
+    );
+    assert!(err.contains(": .spec.replicas"), "{err}");
+    let (ok, out, err) = run(KUBECTL, args(&kc, &["get", "all", "-o", "name"])).await;
+    assert!(ok, "{out}{err}");
+    assert_eq!(out.trim(), "deployment.apps/web");
     task.abort();
 }
 

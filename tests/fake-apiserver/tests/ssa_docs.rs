@@ -706,3 +706,23 @@ spec:
     let (code, _) = call(&s, "GET", uri, "application/json", "").await;
     assert_eq!(code, 404);
 }
+
+/// A null in an applied configuration stores nothing but is still claimed by the applier.
+#[tokio::test]
+async fn applied_null_against_fake_apiserver() {
+    let s = FakeApiServer::new();
+    let (code, obj) = apply(
+        &s,
+        CM,
+        "m",
+        false,
+        "{apiVersion: v1, kind: ConfigMap, metadata: {name: test-cm, annotations: null}, data: {a: x}}",
+    )
+    .await;
+    assert_eq!(code, 201, "{obj}");
+    assert!(obj["metadata"].get("annotations").is_none(), "{obj}");
+    assert_eq!(
+        managers(&obj)[0].2,
+        yaml("{f:data: {f:a: {}}, f:metadata: {f:annotations: {}}}")
+    );
+}
