@@ -12,10 +12,18 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("values", &["yaml"]),
     (
         "cli",
-        &["engine", "yaml", "chart", "values", "hooks", "module"],
+        &[
+            "engine", "yaml", "chart", "values", "hooks", "module", "cluster", "apply", "release",
+        ],
     ),
     ("hooks", &["values", "yaml"]),
     ("module", &["chart", "values", "hooks", "yaml"]),
+    ("cluster", &[]),
+    // apply parses rendered text with chart::manifest's splitting, kind
+    // order and source blocks.
+    ("apply", &["cluster", "yaml", "chart"]),
+    // release records what apply did, so it drives apply.
+    ("release", &["cluster", "apply"]),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {

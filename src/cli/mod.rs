@@ -10,6 +10,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod apply;
+mod apply_live;
 mod module;
 
 use crate::chart::strvals::ValueOptions;
@@ -41,6 +43,14 @@ enum Command {
     Hook(module::HookCommand),
     /// Render every enabled module offline (global and module hooks, values, charts).
     Render(module::RenderArgs),
+    /// Install or upgrade a release with server-side apply (helm upgrade --install).
+    Apply(apply::ApplyArgs),
+    /// Uninstall a release: delete its objects and records.
+    Uninstall(apply::UninstallArgs),
+    /// Show a release's revisions.
+    History(apply::HistoryArgs),
+    /// Show what an apply would change on the live cluster (server-side dry run).
+    Diff(apply_live::LiveDiffArgs),
 }
 
 /// `helm template` flags, with Helm's names and meanings.
@@ -230,6 +240,21 @@ fn run_cli() -> i32 {
         Command::Module(c) => module::run_module(c),
         Command::Hook(c) => module::run_hook(c),
         Command::Render(a) => module::run_render(a),
+        Command::Apply(a) => exit_code(apply::run_apply(a)),
+        Command::Uninstall(a) => exit_code(apply::run_uninstall(a)),
+        Command::History(a) => exit_code(apply::run_history(a)),
+        // `diff --live` exits 1 when something would change, as `kubectl diff`.
+        Command::Diff(a) => match apply_live::run_live_diff(a) {
+            Ok(changed) => i32::from(changed),
+            Err(e) => print_error(&e.to_string()) + 1,
+        },
+    }
+}
+
+fn exit_code(r: Result<(), apply::CmdError>) -> i32 {
+    match r {
+        Ok(()) => 0,
+        Err(e) => print_error(&e.to_string()),
     }
 }
 
