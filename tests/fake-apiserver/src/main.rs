@@ -1,0 +1,35 @@
+//! `fake-apiserver` binary: serves the in-memory API server over plain HTTP, prints the bound
+//! address (one line on stdout), optionally writes a kubeconfig for it, and runs until killed.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// In-memory Kubernetes API server for tests (plain HTTP).
+#[derive(Parser)]
+#[command(name = "fake-apiserver")]
+struct Args {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: String,
+    /// Write a kubeconfig pointing at the server to this file.
+    #[arg(long)]
+    kubeconfig_out: Option<PathBuf>,
+}
+
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    let args = Args::parse();
+    let server = fake_apiserver::FakeApiServer::new();
+    let (addr, task) = server.serve(&args.listen).await?;
+    if let Some(path) = &args.kubeconfig_out {
+        server.write_kubeconfig(addr, path)?;
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{addr}")?;
+    out.flush()?;
+    drop(out);
+    let _ = task.await;
+    Ok(())
+}
