@@ -519,7 +519,9 @@ fn namespace_object(ns: &str) -> Object {
         kind: "Namespace".into(),
         name: ns.to_string(),
         namespace: None,
-        body: serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+        // helm's createNamespace labels it `name: <ns>`; the label also gives
+        // the apply a field to own, so re-applies compare equal.
+        body: serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {"name": ns}}}),
         source: "--create-namespace".into(),
     }
 }
