@@ -171,6 +171,19 @@ async fn antiopa_upgrades_a_release_helm_installed_against_fake_apiserver() {
     let dir = tempfile::tempdir().unwrap();
     let chart = app_chart(dir.path());
     let c = chart.display().to_string();
+    // helm validates a --create-namespace Namespace against the OpenAPI
+    // document the fake does not serve, so the namespace is made here.
+    let ns = k8s_openapi::api::core::v1::Namespace {
+        metadata: kube::api::ObjectMeta {
+            name: Some("apps".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(s.fake.client())
+        .create(&Default::default(), &ns)
+        .await
+        .unwrap();
     let out = run(
         helm.clone(),
         args(
@@ -180,7 +193,6 @@ async fn antiopa_upgrades_a_release_helm_installed_against_fake_apiserver() {
                 &c,
                 "-n",
                 "apps",
-                "--create-namespace",
                 "--disable-openapi-validation",
             ],
             &s.kubeconfig,

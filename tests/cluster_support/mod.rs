@@ -2,7 +2,7 @@
 //! apiserver in-process, or a real one when `ANTIOPA_TEST_KUBECONFIG` names
 //! a kubeconfig), charts written on the fly, and rendering through the
 //! library exactly as `antiopa apply` renders.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports, unused_macros)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
