@@ -25,10 +25,13 @@ pub struct Resolved {
 /// would cost a request each.
 const NEGATIVE_TTL: Duration = Duration::from_secs(1);
 
+/// One group/version as read: when, and its kinds.
+type GroupVersion = (Instant, HashMap<String, Resolved>);
+
 /// The cache, keyed by `apiVersion`, then kind, with the time of the read.
 #[derive(Default)]
 pub struct Discovery {
-    groups: Mutex<HashMap<String, (Instant, HashMap<String, Resolved>)>>,
+    groups: Mutex<HashMap<String, GroupVersion>>,
 }
 
 impl Discovery {
