@@ -8,13 +8,19 @@
 //! - [`hooks`]: addon-operator hooks: discovery, `--config`, runs, binding contexts, outputs.
 //! - [`module`]: addon-operator modules offline: discovery, config, enabled state, render.
 //! - [`diff`]: rendered manifests compared object by object (`antiopa diff`); pure.
+//! - [`cluster`]: the API server connection: kube client, discovery cache, rate limit.
+//! - [`apply`]: rendered manifests onto a cluster: server-side apply, order, prune, live diff.
+//! - [`release`]: helm-format release records: upgrade --install, uninstall, history.
 //! - [`cli`]: the command line; each subcommand calls one library function.
 
+pub mod apply;
 pub mod chart;
 pub mod cli;
+pub mod cluster;
 pub mod diff;
 pub mod engine;
 pub mod hooks;
 pub mod module;
+pub mod release;
 pub mod values;
 pub mod yaml;

@@ -13,12 +13,19 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "cli",
         &[
-            "engine", "yaml", "chart", "values", "hooks", "module", "diff",
+            "engine", "yaml", "chart", "values", "hooks", "module", "cluster", "apply", "release",
+            "diff",
         ],
     ),
     ("hooks", &["values", "yaml"]),
     ("module", &["chart", "values", "hooks", "yaml"]),
     ("diff", &["yaml"]),
+    ("cluster", &[]),
+    // apply parses rendered text with chart::manifest's splitting, kind
+    // order and source blocks.
+    ("apply", &["cluster", "yaml", "chart"]),
+    // release records what apply did, so it drives apply.
+    ("release", &["cluster", "apply"]),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {

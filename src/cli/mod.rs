@@ -10,6 +10,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod apply;
+mod apply_live;
 mod diff;
 mod module;
 
@@ -43,8 +45,16 @@ enum Command {
     /// Render every enabled module offline (global and module hooks, values, charts).
     Render(module::RenderArgs),
     /// Compare rendered manifests object by object: files, directories,
-    /// modules trees, or the modules tree at git revisions.
+    /// modules trees, or the modules tree at git revisions. With `--live
+    /// NAME CHART`: what an apply would change on the cluster (server-side
+    /// dry run).
     Diff(diff::DiffArgs),
+    /// Install or upgrade a release with server-side apply (helm upgrade --install).
+    Apply(apply::ApplyArgs),
+    /// Uninstall a release: delete its objects and records.
+    Uninstall(apply::UninstallArgs),
+    /// Show a release's revisions.
+    History(apply::HistoryArgs),
 }
 
 /// `helm template` flags, with Helm's names and meanings.
@@ -218,7 +228,12 @@ pub fn main() -> i32 {
 }
 
 fn run_cli() -> i32 {
-    let cli = match Cli::try_parse() {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.get(1).is_some_and(|a| a == "diff") && argv[2..].iter().any(|a| a == "--live") {
+        let rest = argv[2..].iter().cloned();
+        return run_live_diff_cli(std::iter::once("antiopa diff".into()).chain(rest).collect());
+    }
+    let cli = match Cli::try_parse_from(argv) {
         Ok(c) => c,
         Err(e) => {
             if !e.use_stderr() {
@@ -240,6 +255,44 @@ fn run_cli() -> i32 {
         Command::Hook(c) => module::run_hook(c),
         Command::Render(a) => module::run_render(a),
         Command::Diff(a) => diff::run_diff(a),
+        Command::Apply(a) => exit_code(apply::run_apply(a)),
+        Command::Uninstall(a) => exit_code(apply::run_uninstall(a)),
+        Command::History(a) => exit_code(apply::run_history(a)),
+    }
+}
+
+/// `antiopa diff --live NAME CHART …` takes the release flags of `apply`,
+/// not the OLD/NEW arguments of the offline diff, so it is parsed on its
+/// own. It exits 1 when something would change, as `kubectl diff` does.
+#[derive(Parser, Debug)]
+#[command(name = "antiopa diff")]
+struct LiveDiffCli {
+    #[command(flatten)]
+    args: apply_live::LiveDiffArgs,
+}
+
+fn run_live_diff_cli(args: Vec<std::ffi::OsString>) -> i32 {
+    let cli = match LiveDiffCli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            if !e.use_stderr() {
+                let _ = e.print();
+                return 0;
+            }
+            print_error(&cobra_message(&e));
+            return 2;
+        }
+    };
+    match apply_live::run_live_diff(cli.args) {
+        Ok(changed) => i32::from(changed),
+        Err(e) => print_error(&e.to_string()) + 1,
+    }
+}
+
+fn exit_code(r: Result<(), apply::CmdError>) -> i32 {
+    match r {
+        Ok(()) => 0,
+        Err(e) => print_error(&e.to_string()),
     }
 }
 

@@ -1,0 +1,503 @@
+//! `antiopa apply` (helm upgrade --install with server-side apply),
+//! `antiopa uninstall` and `antiopa history`: clap types, rendering through
+//! [`crate::chart::template`], and terminal output over [`crate::release`].
+//! Each command starts its own tokio runtime; the rest of the CLI stays
+//! synchronous.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::{Map, Value as Json};
+
+use crate::apply::{ApplyOptions, Progress, Rendered, objects::to_json, split_rendered};
+use crate::chart::strvals::ValueOptions;
+use crate::chart::template::{self, TemplateSettings};
+use crate::cluster::{Cluster, ClusterOptions};
+use crate::engine::Env;
+use crate::release::{self, InstallOutcome, InstallRequest};
+use crate::yaml::Yaml;
+
+/// How to reach the cluster.
+#[derive(Args, Debug, Clone)]
+pub struct ClusterArgs {
+    /// Path to the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use.
+    #[arg(long = "kube-context", visible_alias = "context")]
+    context: Option<String>,
+    /// Client-side request rate limit (requests per second; 0: none).
+    #[arg(long, default_value_t = 50.0)]
+    qps: f64,
+    /// Client-side request burst.
+    #[arg(long = "burst-limit", default_value_t = 100)]
+    burst: u32,
+}
+
+impl ClusterArgs {
+    fn options(&self) -> ClusterOptions {
+        ClusterOptions {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+            rate_limit: Some(crate::cluster::RateLimit {
+                qps: self.qps,
+                burst: self.burst,
+            }),
+        }
+    }
+}
+
+/// A release name, a chart and its values.
+#[derive(Args, Debug, Clone)]
+pub struct ReleaseChartArgs {
+    /// Release name.
+    name: String,
+    /// Chart directory or archive.
+    chart: String,
+    /// Namespace of the release.
+    #[arg(short = 'n', long, default_value = "default", env = "HELM_NAMESPACE")]
+    namespace: String,
+    /// Values files (repeatable; comma-separated lists accepted, as Helm).
+    #[arg(short = 'f', long = "values", value_delimiter = ',')]
+    values: Vec<String>,
+    /// Set values (key1=val1,key2=val2).
+    #[arg(long)]
+    set: Vec<String>,
+    /// Set STRING values.
+    #[arg(long = "set-string")]
+    set_string: Vec<String>,
+    /// Set values from files (key=path).
+    #[arg(long = "set-file")]
+    set_file: Vec<String>,
+    /// Set JSON values (key=json).
+    #[arg(long = "set-json")]
+    set_json: Vec<String>,
+    /// Set a literal STRING value.
+    #[arg(long = "set-literal")]
+    set_literal: Vec<String>,
+    /// Do not apply the charts' crds/ files.
+    #[arg(long = "skip-crds")]
+    skip_crds: bool,
+    /// Kubernetes version for .Capabilities.KubeVersion.
+    #[arg(long = "kube-version")]
+    kube_version: Option<String>,
+    /// Extra API versions for .Capabilities.APIVersions.
+    #[arg(short = 'a', long = "api-versions", value_delimiter = ',')]
+    api_versions: Vec<String>,
+    /// Seed for random functions (reproducible renders, so re-applies are no-ops).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Take over fields other field managers own (server-side apply force).
+    #[arg(long = "force-conflicts")]
+    force_conflicts: bool,
+    /// How long to wait for CRDs to become Established.
+    #[arg(long = "crd-timeout", default_value_t = 60)]
+    crd_timeout_s: u64,
+    #[command(flatten)]
+    cluster: ClusterArgs,
+}
+
+impl ReleaseChartArgs {
+    pub(super) fn cluster_options(&self) -> ClusterOptions {
+        self.cluster.options()
+    }
+    pub(super) fn name(&self) -> &str {
+        &self.name
+    }
+    pub(super) fn namespace(&self) -> &str {
+        &self.namespace
+    }
+    pub(super) fn skip_crds(&self) -> bool {
+        self.skip_crds
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct ApplyArgs {
+    #[command(flatten)]
+    chart: ReleaseChartArgs,
+    /// Dry-run every apply on the server; write nothing.
+    #[arg(long = "dry-run")]
+    dry_run: bool,
+    /// Create the release namespace if it is missing.
+    #[arg(long = "create-namespace")]
+    create_namespace: bool,
+    /// Do not run chart hooks.
+    #[arg(long = "no-hooks")]
+    no_hooks: bool,
+    /// Seconds to wait for each hook.
+    #[arg(long = "timeout", default_value_t = 300)]
+    timeout_s: u64,
+    /// Revisions to keep (0: all).
+    #[arg(long = "history-max", env = "HELM_HISTORY_MAX", default_value_t = 10)]
+    history_max: usize,
+    /// Seconds after which a pending record of a process that cannot be
+    /// checked is taken over.
+    #[arg(
+        long = "lock-timeout",
+        env = "ANTIOPA_LOCK_TIMEOUT",
+        default_value_t = 600
+    )]
+    lock_timeout_s: u64,
+}
+
+#[derive(Args, Debug)]
+pub struct UninstallArgs {
+    /// Release name.
+    name: String,
+    #[arg(short = 'n', long, default_value = "default", env = "HELM_NAMESPACE")]
+    namespace: String,
+    /// Keep the release records, marked uninstalled.
+    #[arg(long = "keep-history")]
+    keep_history: bool,
+    /// Do not run chart hooks.
+    #[arg(long = "no-hooks")]
+    no_hooks: bool,
+    /// Seconds to wait for each hook.
+    #[arg(long = "timeout", default_value_t = 300)]
+    timeout_s: u64,
+    #[arg(
+        long = "lock-timeout",
+        env = "ANTIOPA_LOCK_TIMEOUT",
+        default_value_t = 600
+    )]
+    lock_timeout_s: u64,
+    #[command(flatten)]
+    cluster: ClusterArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct HistoryArgs {
+    /// Release name.
+    name: String,
+    #[arg(short = 'n', long, default_value = "default", env = "HELM_NAMESPACE")]
+    namespace: String,
+    #[command(flatten)]
+    cluster: ClusterArgs,
+}
+
+/// A failed command: the message printed after `Error: `.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct CmdError(pub String);
+
+fn cerr(e: impl std::fmt::Display) -> CmdError {
+    CmdError(e.to_string())
+}
+
+pub(super) fn runtime() -> Result<tokio::runtime::Runtime, CmdError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(cerr)
+}
+
+/// What the render produced, ready for the release code.
+pub(super) struct RenderedChart {
+    pub rendered: Rendered,
+    pub chart: Json,
+    pub config: Map<String, Json>,
+}
+
+/// Render the chart as `helm template --include-crds` does and collect
+/// the chart metadata and values the release records.
+pub(super) fn render(a: &ReleaseChartArgs, is_upgrade: bool) -> Result<RenderedChart, CmdError> {
+    let values = ValueOptions {
+        values_files: a.values.clone(),
+        set: a.set.clone(),
+        set_string: a.set_string.clone(),
+        set_file: a.set_file.clone(),
+        set_json: a.set_json.clone(),
+        set_literal: a.set_literal.clone(),
+    };
+    let config = match to_json(&Yaml::Map(values.merge().map_err(cerr)?)) {
+        Json::Object(m) => m,
+        _ => Map::new(),
+    };
+    let mut env = Env::new();
+    if let Some(seed) = a.seed {
+        use rand::SeedableRng;
+        env.rng = std::cell::RefCell::new(rand_chacha::ChaCha20Rng::seed_from_u64(seed));
+    }
+    let settings = TemplateSettings {
+        args: vec![a.name.clone(), a.chart.clone()],
+        namespace: a.namespace.clone(),
+        values,
+        include_crds: true,
+        skip_tests: true,
+        no_hooks: false,
+        is_upgrade,
+        kube_version: a.kube_version.clone(),
+        api_versions: a.api_versions.clone(),
+        show_only: Vec::new(),
+        output_dir: None,
+        release_name_dir: false,
+        generate_name: false,
+        name_template: None,
+        skip_schema_validation: false,
+        env,
+    };
+    let mut out = Vec::new();
+    template::run(&settings, &mut out, &mut std::io::stderr().lock()).map_err(cerr)?;
+    let text = String::from_utf8_lossy(&out);
+    let chart = crate::chart::load::load(std::path::Path::new(a.chart.trim())).map_err(cerr)?;
+    Ok(RenderedChart {
+        rendered: split_rendered(&text),
+        chart: chart_json(&chart),
+        config,
+    })
+}
+
+/// `chart.Chart` as helm's JSON, metadata and values only.
+fn chart_json(c: &crate::chart::Chart) -> Json {
+    let m = &c.metadata;
+    let mut md = Map::new();
+    let mut put = |k: &str, v: Json| {
+        let empty = match &v {
+            Json::String(s) => s.is_empty(),
+            Json::Array(a) => a.is_empty(),
+            Json::Object(o) => o.is_empty(),
+            Json::Bool(b) => !b,
+            _ => false,
+        };
+        if !empty {
+            md.insert(k.to_string(), v);
+        }
+    };
+    put("name", m.name.clone().into());
+    put("home", m.home.clone().into());
+    put("sources", m.sources.clone().into());
+    put("version", m.version.clone().into());
+    put("description", m.description.clone().into());
+    put("keywords", m.keywords.clone().into());
+    put(
+        "maintainers",
+        Json::Array(
+            m.maintainers
+                .iter()
+                .map(|x| serde_json::json!({"name": x.name, "email": x.email, "url": x.url}))
+                .collect(),
+        ),
+    );
+    put("icon", m.icon.clone().into());
+    put("apiVersion", m.api_version.clone().into());
+    put("condition", m.condition.clone().into());
+    put("tags", m.tags.clone().into());
+    put("appVersion", m.app_version.clone().into());
+    put("deprecated", m.deprecated.into());
+    put(
+        "annotations",
+        Json::Object(
+            m.annotations
+                .iter()
+                .map(|(k, v)| (k.clone(), Json::String(v.clone())))
+                .collect(),
+        ),
+    );
+    put("kubeVersion", m.kube_version.clone().into());
+    put(
+        "dependencies",
+        Json::Array(
+            m.dependencies
+                .iter()
+                .map(|d| {
+                    serde_json::json!({"name": d.name, "version": d.version, "repository": d.repository,
+                        "condition": d.condition, "tags": d.tags, "enabled": d.enabled, "alias": d.alias})
+                })
+                .collect(),
+        ),
+    );
+    put("type", m.chart_type.clone().into());
+    serde_json::json!({
+        "metadata": md,
+        "lock": null,
+        "templates": null,
+        "values": to_json(&Yaml::Map(c.values.clone())),
+        "schema": null,
+        "files": null,
+    })
+}
+
+pub(super) fn apply_options(a: &ReleaseChartArgs, dry_run: bool) -> ApplyOptions {
+    let mut o = ApplyOptions::new(&a.namespace);
+    o.force_conflicts = a.force_conflicts;
+    o.dry_run = dry_run;
+    o.crd_timeout = Duration::from_secs(a.crd_timeout_s);
+    o
+}
+
+/// A progress printer: `[applied/total]` on one rewritten terminal line.
+fn progress_printer() -> impl FnMut(Progress<'_>) + Send {
+    let tty = std::io::stderr().is_terminal();
+    move |p| {
+        if !tty {
+            return;
+        }
+        let line = match p {
+            Progress::Applied {
+                done,
+                total,
+                key,
+                outcome,
+            } => format!("[{done}/{total}] {key} {outcome}"),
+            Progress::Pruned { key } => format!("pruned {key}"),
+        };
+        let _ = write!(std::io::stderr(), "\r\x1b[2K{line}");
+    }
+}
+
+fn end_progress() {
+    if std::io::stderr().is_terminal() {
+        let _ = write!(std::io::stderr(), "\r\x1b[2K");
+    }
+}
+
+pub fn run_apply(a: ApplyArgs) -> Result<(), CmdError> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        let cluster = Cluster::connect(&a.chart.cluster.options()).await.map_err(cerr)?;
+        let hist = release::history(&cluster, &a.chart.name, &a.chart.namespace)
+            .await
+            .map_err(cerr)?;
+        let is_upgrade = hist.iter().any(|r| r.status() == release::Status::Deployed);
+        let r = render(&a.chart, is_upgrade)?;
+        let req = InstallRequest {
+            name: a.chart.name.clone(),
+            namespace: a.chart.namespace.clone(),
+            chart: r.chart,
+            config: r.config,
+            rendered: r.rendered,
+            notes: String::new(),
+            labels: Default::default(),
+            apply: apply_options(&a.chart, a.dry_run),
+            history_max: a.history_max,
+            skip_crds: a.chart.skip_crds,
+            create_namespace: a.create_namespace,
+            no_hooks: a.no_hooks,
+            hook_timeout: Duration::from_secs(a.timeout_s),
+            lock_timeout: Duration::from_secs(a.lock_timeout_s),
+        };
+        let mut progress = progress_printer();
+        let mut log = |line: &str| {
+            let _ = writeln!(std::io::stderr(), "{line}");
+        };
+        let out = release::upgrade_install(&cluster, &req, &mut progress, &mut log).await;
+        end_progress();
+        let mut stdout = std::io::stdout().lock();
+        match out.map_err(cerr)? {
+            InstallOutcome::Unchanged { version } => writeln!(
+                stdout,
+                "release {:?} unchanged (revision {version}): the render equals the deployed one, nothing applied",
+                req.name
+            ),
+            InstallOutcome::Deployed { version, report } => writeln!(
+                stdout,
+                "release {:?} revision {version} deployed: {}",
+                req.name,
+                report.summary()
+            ),
+            InstallOutcome::DryRun { report } => writeln!(
+                stdout,
+                "release {:?} (dry run, nothing written): {}",
+                req.name,
+                report.summary()
+            ),
+        }
+        .map_err(cerr)
+    })
+}
+
+pub fn run_uninstall(a: UninstallArgs) -> Result<(), CmdError> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        let cluster = Cluster::connect(&a.cluster.options()).await.map_err(cerr)?;
+        let mut log = |line: &str| {
+            let _ = writeln!(std::io::stderr(), "{line}");
+        };
+        let opts = release::UninstallOptions {
+            keep_history: a.keep_history,
+            no_hooks: a.no_hooks,
+            hook_timeout: Duration::from_secs(a.timeout_s),
+            lock_timeout: Duration::from_secs(a.lock_timeout_s),
+        };
+        let rep = release::uninstall(&cluster, &a.name, &a.namespace, &opts, &mut log)
+            .await
+            .map_err(cerr)?;
+        let mut stdout = std::io::stdout().lock();
+        if !rep.kept.is_empty() {
+            let _ = writeln!(
+                stdout,
+                "These resources were kept due to the resource policy:"
+            );
+            for k in &rep.kept {
+                let _ = writeln!(stdout, "[{k}]");
+            }
+            let _ = writeln!(stdout);
+        }
+        writeln!(
+            stdout,
+            "release \"{}\" uninstalled ({} objects deleted)",
+            a.name,
+            rep.deleted.len()
+        )
+        .map_err(cerr)
+    })
+}
+
+pub fn run_history(a: HistoryArgs) -> Result<(), CmdError> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        let cluster = Cluster::connect(&a.cluster.options()).await.map_err(cerr)?;
+        let hist = release::history(&cluster, &a.name, &a.namespace)
+            .await
+            .map_err(cerr)?;
+        if hist.is_empty() {
+            return Err(CmdError("release: not found".into()));
+        }
+        let mut rows = vec![[
+            "REVISION".to_string(),
+            "UPDATED".into(),
+            "STATUS".into(),
+            "CHART".into(),
+            "APP VERSION".into(),
+            "DESCRIPTION".into(),
+        ]];
+        for r in &hist {
+            let info = r.info.clone().unwrap_or_default();
+            rows.push([
+                r.version.to_string(),
+                ansic(&info.last_deployed),
+                info.status.to_string(),
+                r.chart_label(),
+                r.app_version(),
+                info.description.clone(),
+            ]);
+        }
+        let mut w = [0usize; 6];
+        for row in &rows {
+            for (i, c) in row.iter().enumerate() {
+                w[i] = w[i].max(c.chars().count());
+            }
+        }
+        let mut stdout = std::io::stdout().lock();
+        for row in &rows {
+            let line: Vec<String> = row
+                .iter()
+                .enumerate()
+                .map(|(i, c)| format!("{c:<width$}", width = w[i]))
+                .collect();
+            writeln!(stdout, "{}", line.join("\t").trim_end()).map_err(cerr)?;
+        }
+        Ok(())
+    })
+}
+
+/// Go's ANSIC layout (`Mon Jan _2 15:04:05 2006`), as `helm history` prints.
+fn ansic(t: &str) -> String {
+    chrono::DateTime::parse_from_rfc3339(t)
+        .map(|d| d.format("%a %b %e %H:%M:%S %Y").to_string())
+        .unwrap_or_else(|_| t.to_string())
+}
