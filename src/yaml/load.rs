@@ -73,7 +73,12 @@ pub fn load(text: &str, numbers: Numbers) -> Result<Yaml, LoadError> {
     // saphyr follows YAML 1.2 in refusing a tab as the separator after an
     // indicator (`a:\tb`, `-\tx`), which libyaml accepts. Such a tab is pure
     // separation, so it is replaced by a space and the text parsed again.
-    for _ in 0..64 {
+    // Likewise saphyr requires lines inside a flow collection (`args: [` …
+    // `]`) or a multi-line quoted scalar to be indented deeper than the
+    // enclosing block, which libyaml does not check; leading white space on
+    // such lines is insignificant (line folding drops it), so the line is
+    // indented further and the text parsed again.
+    for _ in 0..256 {
         let src = patched.as_deref().unwrap_or(text);
         let mut l = Loader {
             parser: Parser::new_from_str(src),
@@ -86,18 +91,24 @@ pub fn load(text: &str, numbers: Numbers) -> Result<Yaml, LoadError> {
             cursor: (0, 0),
             ascii: src.is_ascii(),
             tab_after_indicator: None,
+            indent_pad: None,
             decode_err: None,
             key_err: None,
         };
         match l.document() {
             Ok(v) => return Ok(v),
-            Err(e) => match l.tab_after_indicator {
-                Some(at) => {
+            Err(e) => match (l.tab_after_indicator, l.indent_pad) {
+                (Some(at), _) => {
                     let mut t = src.to_string();
                     t.replace_range(at..at + 1, " ");
                     patched = Some(t);
                 }
-                None => return Err(wrap(e)),
+                (None, Some((at, n))) => {
+                    let mut t = src.to_string();
+                    t.insert_str(at, &" ".repeat(n));
+                    patched = Some(t);
+                }
+                (None, None) => return Err(wrap(e)),
             },
         }
     }
@@ -230,6 +241,9 @@ struct Loader<'a> {
     ascii: bool,
     /// Byte offset of a tab after `:`/`-`/`?` that saphyr refused.
     tab_after_indicator: Option<usize>,
+    /// (byte offset of a line start, spaces to insert there): a line inside
+    /// a flow collection or quoted scalar that saphyr found under-indented.
+    indent_pad: Option<(usize, usize)>,
     /// go-yaml parses the whole document before decoding it, so a syntax
     /// error anywhere wins over a decoding error (bad `!!int`, merge of a
     /// non-map, …); the first decoding error waits here.
@@ -575,6 +589,13 @@ impl<'a> Loader<'a> {
                 .find(|&i| matches!(b[i], b':' | b'-' | b'?') && b[i + 1] == b'\t')
                 .map(|i| i + 1);
         }
+        if info.starts_with("invalid indentation") && !info.contains("anchor") {
+            self.indent_pad = under_indented_line(
+                self.src,
+                char_to_byte(self.src, e.marker().index()),
+                info.contains("quoted"),
+            );
+        }
         if info.contains("unknown anchor") {
             let span = Span::new(*e.marker(), *e.marker());
             return format!(
@@ -629,6 +650,47 @@ impl<'a> Loader<'a> {
             format!("yaml: line {line}: {msg}")
         }
     }
+}
+
+/// The line to indent further after saphyr's "invalid indentation" inside a
+/// flow collection (`at` is on the offending line) or "… in quoted scalar"
+/// (`at` is the opening quote; the offending line is the first later one
+/// indented no deeper than the quote's line). Returns (line start, spaces)
+/// so that the line ends one column deeper than the nearest earlier content
+/// line (the quote's line for quoted scalars). Lines starting with a document
+/// marker are left alone: libyaml fails on those too.
+fn under_indented_line(src: &str, at: usize, quoted: bool) -> Option<(usize, usize)> {
+    let indent = |l: &str| l.len() - l.trim_start_matches(' ').len();
+    let line_start = src[..at].rfind('\n').map_or(0, |i| i + 1);
+    let (start, need) = if quoted {
+        let line_end = src[at..].find('\n').map_or(src.len(), |i| at + i);
+        let need = indent(&src[line_start..line_end]) + 1;
+        let mut pos = line_end + 1;
+        loop {
+            if pos >= src.len() {
+                return None;
+            }
+            let end = src[pos..].find('\n').map_or(src.len(), |i| pos + i);
+            let line = &src[pos..end];
+            if !line.trim().is_empty() && indent(line) < need {
+                break (pos, need);
+            }
+            pos = end + 1;
+        }
+    } else {
+        let need = src[..line_start]
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+            .map_or(0, indent)
+            + 1;
+        (line_start, need)
+    };
+    let line = &src[start..];
+    if line.starts_with("---") || line.starts_with("...") {
+        return None;
+    }
+    Some((start, need.saturating_sub(indent(line)).max(1)))
 }
 
 /// Merges a `<<` value into `map` (decode.go `merge`): a mapping, or a
@@ -980,6 +1042,34 @@ mod tests {
             Some("error converting YAML to JSON: yaml: invalid leading UTF-8 octet")
         );
         assert_eq!(e(b"a: ok\n"), None);
+    }
+
+    #[test]
+    fn flow_and_quoted_lines_need_no_indentation() {
+        // helm 3.17.3 (libyaml) loads these values files; the results are
+        // those of the same documents properly indented (bitnami/chainloop's
+        // values.yaml closes `args: [` with `]` at the key's column).
+        let cases = [
+            (
+                "a:\n  args: [\n    \"x\",\n    \"y\"\n  ]\n  b: 1\n",
+                "a: {args: [x, y], b: 1}",
+            ),
+            ("a:\n  args: [\n\"x\"\n]\n", "a: {args: [x]}"),
+            ("a:\n  args: [\n  \"x\", \"y\"\n ]\n", "a: {args: [x, y]}"),
+            ("a:\n  args: {\n  k: v\n  }\n", "a: {args: {k: v}}"),
+            ("a:\n  args: [\n\"x\"]\n  b: 2\n", "a: {args: [x], b: 2}"),
+            ("a:\n  args: \"x\n y\"\n", "a: {args: x y}"),
+            (
+                "a:\n  b:\n    c: 'p\n q\n\n  r'\n",
+                "a: {b: {c: \"p q\\nr\"}}",
+            ),
+            ("a:\n  - [1,\n 2]\n", "a: [[1, 2]]"),
+        ];
+        for (text, same) in cases {
+            assert_eq!(from_yaml(text), Ok(j(same)), "{text:?}");
+        }
+        // A document marker inside a flow collection stays an error.
+        assert!(from_yaml("a: [\n---\n]\n").is_err());
     }
 
     #[test]
