@@ -1052,10 +1052,13 @@ mod tests {
         let cases = [
             (
                 "a:\n  args: [\n    \"x\",\n    \"y\"\n  ]\n  b: 1\n",
-                "a: {args: [x, y], b: 1}",
+                "a: {args: [x, \"y\"], b: 1}",
             ),
             ("a:\n  args: [\n\"x\"\n]\n", "a: {args: [x]}"),
-            ("a:\n  args: [\n  \"x\", \"y\"\n ]\n", "a: {args: [x, y]}"),
+            (
+                "a:\n  args: [\n  \"x\", \"y\"\n ]\n",
+                "a: {args: [x, \"y\"]}",
+            ),
             ("a:\n  args: {\n  k: v\n  }\n", "a: {args: {k: v}}"),
             ("a:\n  args: [\n\"x\"]\n  b: 2\n", "a: {args: [x], b: 2}"),
             ("a:\n  args: \"x\n y\"\n", "a: {args: x y}"),
