@@ -248,7 +248,8 @@ pub fn corpus() -> Option<PathBuf> {
 
 /// The reference helm, or `None` (printing why) when it is absent outside CI.
 pub fn helm() -> Option<PathBuf> {
-    let p = PathBuf::from(HELM);
+    // `.ci/run` exports the path install-helm.sh printed.
+    let p = std::env::var_os("HELM").map_or_else(|| PathBuf::from(HELM), PathBuf::from);
     if p.exists() {
         return Some(p);
     }

@@ -180,8 +180,10 @@ async fn real_kubectl_against_fake_apiserver() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_helm_list_against_fake_apiserver() {
-    if !Path::new(HELM).exists() {
-        println!("skipped: {HELM} is not installed");
+    // `.ci/run` exports the path install-helm.sh printed.
+    let helm = std::env::var("HELM").unwrap_or_else(|_| HELM.to_string());
+    if !Path::new(&helm).exists() {
+        println!("skipped: {helm} is not installed");
         return;
     }
     let s = FakeApiServer::new();
@@ -189,7 +191,7 @@ async fn real_helm_list_against_fake_apiserver() {
     let dir = tempfile::tempdir().expect("tempdir");
     let kc = dir.path().join("kubeconfig");
     s.write_kubeconfig(addr, &kc).expect("kubeconfig");
-    let (ok, out, err) = run(HELM, args(&kc, &["list", "-A"])).await;
+    let (ok, out, err) = run(&helm, args(&kc, &["list", "-A"])).await;
     assert!(ok, "helm list failed: {out}{err}");
     assert_eq!(
         out.split_whitespace().collect::<Vec<_>>(),
