@@ -494,7 +494,7 @@ mod dump {
     }
 
     #[test]
-    #[ignore]
+    #[ignore = "debugging aid: prints the coalesced values of the chart in ANTIOPA_DUMP_CHART"]
     fn dump_values() {
         let Ok(dir) = std::env::var("ANTIOPA_DUMP_CHART") else {
             return;

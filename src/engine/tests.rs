@@ -573,7 +573,7 @@ fn stub(_: &Env, _: &[Value]) -> FuncResult {
 /// Every template of the compatibility corpus parses (helm renders them
 /// all). Run with `ANTIOPA_CORPUS=/work/shared/corpus cargo test -- --ignored`.
 #[test]
-#[ignore]
+#[ignore = "needs the shared corpus (ANTIOPA_CORPUS); tests/corpus.rs covers it end to end"]
 fn corpus_templates_parse() {
     let Ok(root) = std::env::var("ANTIOPA_CORPUS") else {
         return;
@@ -651,7 +651,7 @@ fn deep_nesting_does_not_overflow() {
 /// Rough throughput check of parse + execute on a chart-like template.
 /// Run with `cargo test --release --lib engine::tests::bench -- --ignored --nocapture`.
 #[test]
-#[ignore]
+#[ignore = "throughput probe, meaningful only in --release; prints timings, asserts nothing new"]
 fn bench_exec() {
     let helpers = r#"{{- define "c.name" -}}{{ default .Chart.Name .Values.nameOverride | printf "%s" }}{{- end }}
 {{- define "c.labels" -}}
