@@ -12,7 +12,6 @@ use clap::Args;
 use serde_json::{Map, Value as Json};
 
 use crate::apply::{ApplyOptions, Progress, Rendered, objects::to_json, split_rendered};
-use crate::chart::strvals::ValueOptions;
 use crate::chart::template::{self, TemplateSettings};
 use crate::cluster::{Cluster, ClusterOptions};
 use crate::engine::Env;
@@ -59,24 +58,8 @@ pub struct ReleaseChartArgs {
     /// Namespace of the release.
     #[arg(short = 'n', long, default_value = "default", env = "HELM_NAMESPACE")]
     namespace: String,
-    /// Values files (repeatable; comma-separated lists accepted, as Helm).
-    #[arg(short = 'f', long = "values", value_delimiter = ',')]
-    values: Vec<String>,
-    /// Set values (key1=val1,key2=val2).
-    #[arg(long)]
-    set: Vec<String>,
-    /// Set STRING values.
-    #[arg(long = "set-string")]
-    set_string: Vec<String>,
-    /// Set values from files (key=path).
-    #[arg(long = "set-file")]
-    set_file: Vec<String>,
-    /// Set JSON values (key=json).
-    #[arg(long = "set-json")]
-    set_json: Vec<String>,
-    /// Set a literal STRING value.
-    #[arg(long = "set-literal")]
-    set_literal: Vec<String>,
+    #[command(flatten)]
+    values: super::ValuesFlags,
     /// Do not apply the charts' crds/ files.
     #[arg(long = "skip-crds")]
     skip_crds: bool,
@@ -205,14 +188,7 @@ pub(super) struct RenderedChart {
 /// Render the chart as `helm template --include-crds` does and collect
 /// the chart metadata and values the release records.
 pub(super) fn render(a: &ReleaseChartArgs, is_upgrade: bool) -> Result<RenderedChart, CmdError> {
-    let values = ValueOptions {
-        values_files: a.values.clone(),
-        set: a.set.clone(),
-        set_string: a.set_string.clone(),
-        set_file: a.set_file.clone(),
-        set_json: a.set_json.clone(),
-        set_literal: a.set_literal.clone(),
-    };
+    let values = a.values.options();
     let config = match to_json(&Yaml::Map(values.merge().map_err(cerr)?)) {
         Json::Object(m) => m,
         _ => Map::new(),

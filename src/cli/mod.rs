@@ -57,6 +57,42 @@ enum Command {
     History(apply::HistoryArgs),
 }
 
+/// Helm's values flags, shared by `template`, `apply` and `diff --live`.
+#[derive(Args, Debug, Clone)]
+struct ValuesFlags {
+    /// Values files (repeatable; comma-separated lists accepted, as Helm).
+    #[arg(short = 'f', long = "values", value_delimiter = ',')]
+    pub(crate) values: Vec<String>,
+    /// Set values (key1=val1,key2=val2).
+    #[arg(long)]
+    pub(crate) set: Vec<String>,
+    /// Set STRING values.
+    #[arg(long = "set-string")]
+    pub(crate) set_string: Vec<String>,
+    /// Set values from files (key=path).
+    #[arg(long = "set-file")]
+    pub(crate) set_file: Vec<String>,
+    /// Set JSON values (key=json).
+    #[arg(long = "set-json")]
+    pub(crate) set_json: Vec<String>,
+    /// Set a literal STRING value (no `,` splitting or escapes).
+    #[arg(long = "set-literal")]
+    pub(crate) set_literal: Vec<String>,
+}
+
+impl ValuesFlags {
+    fn options(&self) -> ValueOptions {
+        ValueOptions {
+            values_files: self.values.clone(),
+            set: self.set.clone(),
+            set_string: self.set_string.clone(),
+            set_file: self.set_file.clone(),
+            set_json: self.set_json.clone(),
+            set_literal: self.set_literal.clone(),
+        }
+    }
+}
+
 /// `helm template` flags, with Helm's names and meanings.
 #[derive(Args, Debug)]
 struct TemplateArgs {
@@ -66,24 +102,8 @@ struct TemplateArgs {
     /// Namespace of the release (`.Release.Namespace`).
     #[arg(short = 'n', long, default_value = "default", env = "HELM_NAMESPACE")]
     namespace: String,
-    /// Values files (repeatable; comma-separated lists accepted, as Helm).
-    #[arg(short = 'f', long = "values", value_delimiter = ',')]
-    values: Vec<String>,
-    /// Set values (key1=val1,key2=val2).
-    #[arg(long)]
-    set: Vec<String>,
-    /// Set STRING values.
-    #[arg(long = "set-string")]
-    set_string: Vec<String>,
-    /// Set values from files (key=path).
-    #[arg(long = "set-file")]
-    set_file: Vec<String>,
-    /// Set JSON values (key=json).
-    #[arg(long = "set-json")]
-    set_json: Vec<String>,
-    /// Set a literal STRING value (no `,` splitting or escapes).
-    #[arg(long = "set-literal")]
-    set_literal: Vec<String>,
+    #[command(flatten)]
+    values: ValuesFlags,
     /// Include CRDs in the output.
     #[arg(long = "include-crds")]
     include_crds: bool,
@@ -163,14 +183,7 @@ fn template_settings(a: TemplateArgs) -> Result<TemplateSettings, CliError> {
     Ok(TemplateSettings {
         args: a.args,
         namespace: a.namespace,
-        values: ValueOptions {
-            values_files: a.values,
-            set: a.set,
-            set_string: a.set_string,
-            set_file: a.set_file,
-            set_json: a.set_json,
-            set_literal: a.set_literal,
-        },
+        values: a.values.options(),
         include_crds: a.include_crds,
         skip_tests: a.skip_tests,
         no_hooks: a.no_hooks,
