@@ -17,7 +17,9 @@ use crate::chart::render::{self, ReleaseOptions};
 use crate::chart::strvals::ValueOptions;
 use crate::engine::Env;
 
-/// Validated settings of one `antiopa template` run.
+/// Validated settings of one `antiopa template` run. `Default` is helm's
+/// flag defaults apart from `namespace` (empty; every caller names one).
+#[derive(Default)]
 pub struct TemplateSettings {
     /// Positional arguments: `[NAME] CHART`.
     pub args: Vec<String>,

@@ -204,17 +204,11 @@ pub(super) fn render(a: &ReleaseChartArgs, is_upgrade: bool) -> Result<RenderedC
         values,
         include_crds: true,
         skip_tests: true,
-        no_hooks: false,
         is_upgrade,
         kube_version: a.kube_version.clone(),
         api_versions: a.api_versions.clone(),
-        show_only: Vec::new(),
-        output_dir: None,
-        release_name_dir: false,
-        generate_name: false,
-        name_template: None,
-        skip_schema_validation: false,
         env,
+        ..Default::default()
     };
     let mut out = Vec::new();
     template::run(&settings, &mut out, &mut std::io::stderr().lock()).map_err(cerr)?;

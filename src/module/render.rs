@@ -236,21 +236,8 @@ pub fn render_chart(
             values_files: vec![values_file.to_string_lossy().into_owned()],
             ..Default::default()
         },
-        include_crds: false,
-        skip_tests: false,
-        no_hooks: false,
-        is_upgrade: false,
-        kube_version: None,
-        api_versions: Vec::new(),
-        show_only: Vec::new(),
-        output_dir: None,
-        release_name_dir: false,
-        generate_name: false,
-        name_template: None,
-        skip_schema_validation: false,
-        // The engine's default environment (no seed, real clock), named
-        // through Default: this layer does not use the engine directly.
-        env: Default::default(),
+        // The engine's default environment (no seed, real clock).
+        ..Default::default()
     };
     let mut out = Vec::new();
     let mut log = Vec::new();

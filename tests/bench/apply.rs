@@ -27,17 +27,8 @@ fn render(chart: &Path, set: &[&str]) -> antiopa::apply::Rendered {
         },
         include_crds: true,
         skip_tests: true,
-        no_hooks: false,
-        is_upgrade: false,
-        kube_version: None,
-        api_versions: Vec::new(),
-        show_only: Vec::new(),
-        output_dir: None,
-        release_name_dir: false,
-        generate_name: false,
-        name_template: None,
-        skip_schema_validation: false,
         env,
+        ..Default::default()
     };
     let mut out = Vec::new();
     template::run(&settings, &mut out, &mut std::io::sink()).expect("render kps");

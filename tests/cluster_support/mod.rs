@@ -136,17 +136,8 @@ pub fn render(name: &str, chart: &Path, ns: &str, set: &[&str], values_files: &[
         },
         include_crds: true,
         skip_tests: true,
-        no_hooks: false,
-        is_upgrade: false,
-        kube_version: None,
-        api_versions: Vec::new(),
-        show_only: Vec::new(),
-        output_dir: None,
-        release_name_dir: false,
-        generate_name: false,
-        name_template: None,
-        skip_schema_validation: false,
         env: seeded_env(),
+        ..Default::default()
     };
     let mut out = Vec::new();
     let mut log = Vec::new();
