@@ -66,7 +66,7 @@ pub fn load(text: &str, numbers: Numbers) -> Result<Yaml, LoadError> {
     };
     // readerc.go: yaml.v2 refuses input characters outside YAML's printable
     // set before parsing anything.
-    if !text.chars().all(is_yaml_char) {
+    if !all_yaml_chars(text) {
         return Err(wrap("yaml: control characters are not allowed".into()));
     }
     let mut patched: Option<String> = None;
@@ -120,6 +120,15 @@ pub fn load(text: &str, numbers: Numbers) -> Result<Yaml, LoadError> {
 /// UTF-8 octet", "incomplete UTF-8 octet sequence", …) or control character,
 /// in file order, before any parsing.
 pub fn check_input(bytes: &[u8]) -> Result<&str, LoadError> {
+    // Fast path for the usual file: valid UTF-8 (which already excludes
+    // surrogates, overlong forms and values past U+10FFFF) whose characters
+    // are all allowed. Only a file that fails it is walked byte by byte to
+    // find the first problem, as libyaml reports it.
+    if let Ok(text) = std::str::from_utf8(bytes)
+        && all_yaml_chars(text)
+    {
+        return Ok(text);
+    }
     let fail = |m: &str| LoadError(format!("error converting YAML to JSON: yaml: {m}"));
     let mut i = 0;
     while i < bytes.len() {
@@ -174,6 +183,15 @@ pub fn check_input(bytes: &[u8]) -> Result<&str, LoadError> {
 /// [`from_yaml_map`] for a file's bytes (see [`check_input`]).
 pub fn from_yaml_map_bytes(bytes: &[u8], go_type: &str) -> Result<Mapping, LoadError> {
     from_yaml_map(check_input(bytes)?, go_type)
+}
+
+/// Whether every character passes [`is_yaml_char`]: a byte loop for the
+/// usual all-ASCII text (this runs over every rendered manifest), the
+/// character decoder only when something else is there.
+fn all_yaml_chars(text: &str) -> bool {
+    text.bytes()
+        .all(|b| matches!(b, 0x09 | 0x0a | 0x0d | 0x20..=0x7e))
+        || text.chars().all(is_yaml_char)
 }
 
 /// libyaml's reader check: TAB, LF, CR, printable ASCII, NEL, and the
