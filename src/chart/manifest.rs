@@ -206,57 +206,114 @@ fn go_trim_space(s: &str) -> &str {
 /// manifests, each list stably sorted by kind.
 pub fn sort_manifests(files: &BTreeMap<String, String>) -> Result<Sorted, ManifestError> {
     let mut out = Sorted::default();
-    for (path, content) in files {
-        if base_name(path).starts_with('_') || go_trim_space(content).is_empty() {
+    let docs: Vec<(&String, String)> = files
+        .iter()
+        .filter(|(path, content)| {
+            !base_name(path).starts_with('_') && !go_trim_space(content).is_empty()
+        })
+        .flat_map(|(path, content)| split_manifests(content).into_iter().map(move |d| (path, d)))
+        .collect();
+    let heads = parse_heads(&docs);
+    for ((path, doc), head) in docs.into_iter().zip(heads) {
+        // Helm stops at the first document (in file order) that fails.
+        let head = head.map_err(|message| ManifestError {
+            path: path.clone(),
+            message,
+        })?;
+        let hook_types = head
+            .metadata
+            .as_ref()
+            .and_then(|m| m.annotations.as_ref())
+            .filter(|a| !a.is_empty())
+            .and_then(|a| a.get(HOOK_ANNOTATION).cloned());
+        let Some(hook_types) = hook_types else {
+            out.manifests.push(Manifest {
+                name: path.clone(),
+                content: doc,
+                head,
+            });
             continue;
-        }
-        for doc in split_manifests(content) {
-            let head = parse_head(&doc).map_err(|message| ManifestError {
-                path: path.clone(),
-                message,
-            })?;
-            let hook_types = head
+        };
+        let events: Option<Vec<HookEvent>> = hook_types
+            .split(',')
+            .map(|t| HookEvent::parse(&go_trim_space(t).to_lowercase()))
+            .collect();
+        let Some(events) = events else {
+            out.warnings.push(format!(
+                "info: skipping unknown hook: {}",
+                go_quote(&hook_types)
+            ));
+            continue;
+        };
+        out.hooks.push(Hook {
+            name: head
                 .metadata
                 .as_ref()
-                .and_then(|m| m.annotations.as_ref())
-                .filter(|a| !a.is_empty())
-                .and_then(|a| a.get(HOOK_ANNOTATION).cloned());
-            let Some(hook_types) = hook_types else {
-                out.manifests.push(Manifest {
-                    name: path.clone(),
-                    content: doc,
-                    head,
-                });
-                continue;
-            };
-            let events: Option<Vec<HookEvent>> = hook_types
-                .split(',')
-                .map(|t| HookEvent::parse(&go_trim_space(t).to_lowercase()))
-                .collect();
-            let Some(events) = events else {
-                out.warnings.push(format!(
-                    "info: skipping unknown hook: {}",
-                    go_quote(&hook_types)
-                ));
-                continue;
-            };
-            out.hooks.push(Hook {
-                name: head
-                    .metadata
-                    .as_ref()
-                    .map(|m| m.name.clone())
-                    .unwrap_or_default(),
-                kind: head.kind.clone(),
-                path: path.clone(),
-                manifest: doc,
-                events,
-            });
-        }
+                .map(|m| m.name.clone())
+                .unwrap_or_default(),
+            kind: head.kind.clone(),
+            path: path.clone(),
+            manifest: doc,
+            events,
+        });
     }
     out.manifests
         .sort_by(|a, b| kind_cmp(&a.head.kind, &b.head.kind));
     out.hooks.sort_by(|a, b| kind_cmp(&a.kind, &b.kind));
     Ok(out)
+}
+
+/// `parse_head` of every document, in order. Each document is a whole YAML
+/// parse (Helm unmarshals it entirely to read four fields), which dominates
+/// charts shipping big CRDs, and documents are independent: above a size
+/// where threads pay off, contiguous runs of documents of about equal bytes
+/// are parsed on the available cores.
+fn parse_heads(docs: &[(&String, String)]) -> Vec<Result<SimpleHead, String>> {
+    const PARALLEL_MIN_BYTES: usize = 256 << 10;
+    let total: usize = docs.iter().map(|(_, d)| d.len()).sum();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(4)
+        .min(docs.len());
+    if threads < 2 || total < PARALLEL_MIN_BYTES {
+        return docs.iter().map(|(_, d)| parse_head(d)).collect();
+    }
+    let share = total.div_ceil(threads);
+    let mut chunks: Vec<&[(&String, String)]> = Vec::with_capacity(threads);
+    let (mut start, mut bytes) = (0, 0);
+    for (i, (_, d)) in docs.iter().enumerate() {
+        bytes += d.len();
+        if bytes >= share && chunks.len() + 1 < threads {
+            chunks.push(&docs[start..=i]);
+            (start, bytes) = (i + 1, 0);
+        }
+    }
+    chunks.push(&docs[start..]);
+    let parse_all = |chunk: &[(&String, String)]| -> Vec<Result<SimpleHead, String>> {
+        chunk.iter().map(|(_, d)| parse_head(d)).collect()
+    };
+    std::thread::scope(|scope| {
+        // The loader recurses per nesting level, like the main worker thread
+        // (which has a large stack); the size is address space, not memory.
+        let handles: Vec<_> = chunks[1..]
+            .iter()
+            .map(|chunk| {
+                std::thread::Builder::new()
+                    .stack_size(256 << 20)
+                    .spawn_scoped(scope, move || parse_all(chunk))
+            })
+            .collect();
+        let mut heads = parse_all(chunks[0]);
+        for (handle, chunk) in handles.into_iter().zip(&chunks[1..]) {
+            match handle.map(|h| h.join()) {
+                Ok(Ok(part)) => heads.extend(part),
+                // No thread or a panicked one: parse that run here instead
+                // (a panic would repeat here and report as usual).
+                _ => heads.extend(parse_all(chunk)),
+            }
+        }
+        heads
+    })
 }
 
 /// Helm's `lessByKind` as an ordering (stable sort keeps equal kinds in
@@ -666,6 +723,62 @@ mod tests {
                 .map(String::as_str),
             Some("5")
         );
+    }
+
+    /// A chart big enough for the documents to be parsed on several threads
+    /// sorts as one parsed in order would, and reports the first broken file.
+    fn big_chart(broken: &[usize]) -> BTreeMap<String, String> {
+        let filler: String = (0..400).map(|i| format!("  k{i}: v{i}\n")).collect();
+        (0..60)
+            .map(|i| {
+                let kind = if i % 2 == 0 { "Service" } else { "ConfigMap" };
+                let body = if broken.contains(&i) {
+                    format!("kind: {kind}\ndata: [unclosed\n")
+                } else {
+                    format!("kind: {kind}\nmetadata:\n  name: o{i}\ndata:\n{filler}")
+                };
+                (
+                    format!("m/templates/f{i:02}.yaml"),
+                    format!("{body}---\n{body}"),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn documents_parsed_in_parallel_keep_helms_order() {
+        let files = big_chart(&[]);
+        assert!(files.values().map(String::len).sum::<usize>() > 256 << 10);
+        let sorted = sort_manifests(&files).unwrap_or_default();
+        let got: Vec<_> = sorted
+            .manifests
+            .iter()
+            .map(|m| {
+                format!(
+                    "{} {}",
+                    m.head.kind,
+                    m.head.metadata.as_ref().map_or("", |x| &x.name)
+                )
+            })
+            .collect();
+        let mut want: Vec<String> = Vec::new();
+        for kind in ["ConfigMap", "Service"] {
+            for i in 0..60 {
+                if (kind == "Service") == (i % 2 == 0) {
+                    want.push(format!("{kind} o{i}"));
+                    want.push(format!("{kind} o{i}"));
+                }
+            }
+        }
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn documents_parsed_in_parallel_report_the_first_broken_file() {
+        let err = sort_manifests(&big_chart(&[47, 13, 58]))
+            .err()
+            .map(|e| e.path);
+        assert_eq!(err.as_deref(), Some("m/templates/f13.yaml"));
     }
 
     #[test]

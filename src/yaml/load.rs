@@ -94,6 +94,7 @@ pub fn load(text: &str, numbers: Numbers) -> Result<Yaml, LoadError> {
             indent_pad: None,
             decode_err: None,
             key_err: None,
+            non_finite: std::cell::Cell::new(false),
         };
         match l.document() {
             Ok(v) => return Ok(v),
@@ -268,6 +269,10 @@ struct Loader<'a> {
     decode_err: Option<String>,
     /// Likewise sigs.k8s.io's key conversion runs after decoding.
     key_err: Option<String>,
+    /// A NaN or ±Inf was decoded somewhere. Only then is the finished tree
+    /// walked for the JSON step's check (it may since have been dropped by a
+    /// later duplicate key); the walk cost as much as parsing on big CRDs.
+    non_finite: std::cell::Cell<bool>,
 }
 
 /// A decoded scalar before the JSON step (Go types of yaml.v2 decoding).
@@ -319,7 +324,7 @@ impl<'a> Loader<'a> {
         if let Some(e) = self.key_err.take() {
             return Err(e);
         }
-        if self.numbers == Numbers::Json {
+        if self.numbers == Numbers::Json && self.non_finite.get() {
             find_non_finite(&v)?;
         }
         Ok(v)
@@ -575,7 +580,12 @@ impl<'a> Loader<'a> {
                 Numbers::Yaml => Yaml::Int(i),
             },
             Raw::Uint(u) => Yaml::Float(u as f64),
-            Raw::Float(f) => Yaml::Float(f),
+            Raw::Float(f) => {
+                if !f.is_finite() {
+                    self.non_finite.set(true);
+                }
+                Yaml::Float(f)
+            }
             Raw::Str(s) => Yaml::Str(s),
         }
     }
