@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::yaml::{Mapping, Yaml};
+use crate::yaml::{Keep, Mapping, Yaml};
 
 /// Helm's `releaseutil.InstallOrder`; kinds not listed sort last,
 /// alphabetically among themselves.
@@ -341,7 +341,21 @@ fn go_quote(s: &str) -> String {
 /// YAML → JSON (scalars become strings where the target is a string), then
 /// encoding/json with case-insensitive field names. Errors carry Helm's text.
 pub fn parse_head(doc: &str) -> Result<SimpleHead, String> {
-    let y = crate::yaml::from_yaml(doc).map_err(|e| e.to_string())?;
+    // Only these fields are read, so only they are built (rendered CRDs run
+    // to megabytes); the parse and its errors are still the whole document's.
+    let keep = |key: &str, depth: usize| {
+        let names: &[&str] = if depth == 0 {
+            &["apiVersion", "kind", "metadata"]
+        } else {
+            &["name", "annotations"]
+        };
+        match field(key, names) {
+            Some("metadata") => Keep::Descend,
+            Some(_) => Keep::Whole,
+            None => Keep::Skip,
+        }
+    };
+    let y = crate::yaml::from_yaml_pruned(doc, &keep).map_err(|e| e.to_string())?;
     let json_err = |what: &str, target: &str| {
         format!(
             "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {what} into Go {target}"

@@ -60,6 +60,38 @@ pub fn from_yaml(text: &str) -> Result<Yaml, LoadError> {
 /// Errors carry Helm's full text for the JSON mode ("error converting YAML to
 /// JSON: …"); in `Numbers::Yaml` mode they are go-yaml's own ("yaml: …").
 pub fn load(text: &str, numbers: Numbers) -> Result<Yaml, LoadError> {
+    load_with(text, numbers, None)
+}
+
+/// What [`from_yaml_pruned`] does with a mapping entry, by key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keep {
+    /// Leave the entry out of the result.
+    Skip,
+    /// Decode the value whole.
+    Whole,
+    /// The value is a mapping whose entries are chosen again (one level
+    /// deeper); any other value is decoded whole.
+    Descend,
+}
+
+/// Chooses mapping entries by key and depth (see [`from_yaml_pruned`]).
+pub type KeepFn<'k> = &'k dyn Fn(&str, usize) -> Keep;
+
+/// [`from_yaml`] for a caller that reads a few fields of a big document
+/// (Helm's manifest heads: `apiVersion`, `kind`, `metadata.name`,
+/// `metadata.annotations` of every rendered CRD). The whole document is
+/// still parsed, so every syntax or decoding error is the same as
+/// [`from_yaml`]'s, but entries of the top mapping (depth 0) and of
+/// descended mappings (depth 1, …) are kept only as `keep(key, depth)`
+/// says; skipped values are never built. Documents whose meaning could
+/// depend on a skipped value (anchors, aliases, merge keys, NaN/Inf, keys
+/// JSON cannot take) are decoded whole and then pruned the same way.
+pub fn from_yaml_pruned(text: &str, keep: &dyn Fn(&str, usize) -> Keep) -> Result<Yaml, LoadError> {
+    load_with(text, Numbers::Json, Some(keep))
+}
+
+fn load_with(text: &str, numbers: Numbers, keep: Option<KeepFn<'_>>) -> Result<Yaml, LoadError> {
     let wrap = |m: String| match numbers {
         Numbers::Json => LoadError(format!("error converting YAML to JSON: {m}")),
         Numbers::Yaml => LoadError(m),
@@ -95,8 +127,17 @@ pub fn load(text: &str, numbers: Numbers) -> Result<Yaml, LoadError> {
             decode_err: None,
             key_err: None,
             non_finite: std::cell::Cell::new(false),
+            keep,
+            skim_aborted: false,
         };
-        match l.document() {
+        let result = l.document();
+        if l.skim_aborted
+            && let Some(keep) = keep
+        {
+            // Decode whole, then prune to the entries skimming would keep.
+            return load_with(src, numbers, None).map(|v| prune(v, keep, 0));
+        }
+        match result {
             Ok(v) => return Ok(v),
             Err(e) => match (l.tab_after_indicator, l.indent_pad) {
                 (Some(at), _) => {
@@ -273,7 +314,33 @@ struct Loader<'a> {
     /// walked for the JSON step's check (it may since have been dropped by a
     /// later duplicate key); the walk cost as much as parsing on big CRDs.
     non_finite: std::cell::Cell<bool>,
+    /// Set by [`from_yaml_pruned`]: which mapping entries to build.
+    keep: Option<KeepFn<'a>>,
+    /// Skimming met something that needs the whole tree (see
+    /// [`from_yaml_pruned`]); the document is decoded again in full.
+    skim_aborted: bool,
 }
+
+/// The entries `keep` chooses, as [`from_yaml_pruned`] would skim them.
+fn prune(v: Yaml, keep: &dyn Fn(&str, usize) -> Keep, depth: usize) -> Yaml {
+    match v {
+        Yaml::Map(m) => Yaml::Map(
+            m.into_iter()
+                .filter_map(|(k, v)| match keep(&k, depth) {
+                    Keep::Skip => None,
+                    Keep::Whole => Some((k, v)),
+                    Keep::Descend => {
+                        let v = prune(v, keep, depth + 1);
+                        Some((k, v))
+                    }
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+const SKIM_ABORT: &str = "skim aborted";
 
 /// A decoded scalar before the JSON step (Go types of yaml.v2 decoding).
 enum Raw {
@@ -305,14 +372,147 @@ impl<'a> Loader<'a> {
                     if matches!(ev, Event::DocumentEnd | Event::StreamEnd) {
                         return Ok(Yaml::Null);
                     }
-                    let v = self.node(ev, span)?;
+                    let v = self.top_node(ev, span)?;
                     return self.finish_value(v);
                 }
                 other => {
-                    let v = self.node(other, span)?;
+                    let v = self.top_node(other, span)?;
                     return self.finish_value(v);
                 }
             }
+        }
+    }
+
+    fn top_node(&mut self, ev: Event<'a>, span: Span) -> Res<Yaml> {
+        match self.keep {
+            Some(keep) => self.pruned_node(ev, span, keep, 0),
+            None => self.node(ev, span),
+        }
+    }
+
+    /// Stops skimming: the document is decoded again in full.
+    fn abort_skim(&mut self) -> String {
+        self.skim_aborted = true;
+        SKIM_ABORT.into()
+    }
+
+    /// `node` for a mapping whose entries `keep` chooses at `depth`; the
+    /// events of skipped values go through [`Self::skip`], which makes every
+    /// check `node` makes but builds nothing.
+    fn pruned_node(
+        &mut self,
+        ev: Event<'a>,
+        span: Span,
+        keep: &dyn Fn(&str, usize) -> Keep,
+        depth: usize,
+    ) -> Res<Yaml> {
+        let Event::MappingStart(anchor, _) = ev else {
+            return self.node(ev, span);
+        };
+        self.count(1, false)?;
+        if anchor > 0 {
+            return Err(self.abort_skim());
+        }
+        let mut map = Mapping::new();
+        loop {
+            let (ev, span) = self.next()?;
+            match ev {
+                Event::MappingEnd => break,
+                Event::Scalar(ref v, ScalarStyle::Plain, 0, _) if v == "<<" => {
+                    return Err(self.abort_skim());
+                }
+                ev => {
+                    let key = self.key(ev, span)?;
+                    let (ev, span) = self.next()?;
+                    let k = match key {
+                        Ok(k) => k,
+                        Err(Some(_)) => return Err(self.abort_skim()),
+                        Err(None) => {
+                            self.skip(ev, span)?;
+                            continue;
+                        }
+                    };
+                    match keep(&k, depth) {
+                        Keep::Skip => self.skip(ev, span)?,
+                        Keep::Whole => {
+                            let v = self.node(ev, span)?;
+                            map.insert(k, v);
+                        }
+                        Keep::Descend => {
+                            let v = self.pruned_node(ev, span, keep, depth + 1)?;
+                            map.insert(k, v);
+                        }
+                    }
+                }
+            }
+        }
+        if self.non_finite.get() || !self.anchors.is_empty() {
+            return Err(self.abort_skim());
+        }
+        Ok(Yaml::Map(map))
+    }
+
+    /// Reads a value's events as `node` would, with the same checks and
+    /// deferred decoding errors, without building it. Anything whose effect
+    /// reaches beyond the value (anchors, aliases, merges) or that the JSON
+    /// step judges on the finished tree (NaN/Inf) stops skimming.
+    fn skip(&mut self, ev: Event<'a>, span: Span) -> Res<()> {
+        self.count(1, false)?;
+        match ev {
+            Event::Scalar(value, style, anchor, tag) => {
+                if anchor > 0 {
+                    return Err(self.abort_skim());
+                }
+                if style == ScalarStyle::DoubleQuoted && value.contains('/') {
+                    self.check_escapes(span)?;
+                }
+                // Quoted untagged scalars are strings: nothing to check.
+                if tag.is_some() || style == ScalarStyle::Plain {
+                    match scalar(value, style, tag.as_deref()) {
+                        Err(e) => self.defer(e),
+                        Ok(Raw::Float(f)) if !f.is_finite() => return Err(self.abort_skim()),
+                        Ok(_) => {}
+                    }
+                }
+                Ok(())
+            }
+            Event::Alias(_) => Err(self.abort_skim()),
+            Event::SequenceStart(anchor, _) => {
+                if anchor > 0 {
+                    return Err(self.abort_skim());
+                }
+                loop {
+                    let (ev, span) = self.next()?;
+                    match ev {
+                        Event::SequenceEnd => return Ok(()),
+                        ev => self.skip(ev, span)?,
+                    }
+                }
+            }
+            Event::MappingStart(anchor, _) => {
+                if anchor > 0 {
+                    return Err(self.abort_skim());
+                }
+                loop {
+                    let (ev, span) = self.next()?;
+                    match ev {
+                        Event::MappingEnd => return Ok(()),
+                        Event::Scalar(ref v, ScalarStyle::Plain, 0, _) if v == "<<" => {
+                            return Err(self.abort_skim());
+                        }
+                        ev => {
+                            let key = self.key(ev, span)?;
+                            if let Err(Some(_)) = key {
+                                return Err(self.abort_skim());
+                            }
+                            let (ev, span) = self.next()?;
+                            self.skip(ev, span)?;
+                        }
+                    }
+                }
+            }
+            Event::StreamEnd | Event::DocumentEnd => Ok(()),
+            _ => Err("yaml: did not find expected node content".into()),
         }
     }
 
@@ -1019,6 +1219,47 @@ fn map_message(info: &str) -> (&str, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `from_yaml_pruned` must give what `from_yaml` gives, pruned, and the
+    /// very same error, whatever the skipped parts hold.
+    #[test]
+    fn pruned_loading_matches_whole_loading() {
+        let keep = |k: &str, depth: usize| match (depth, k) {
+            (0, "kind") => Keep::Whole,
+            (0, "metadata") => Keep::Descend,
+            (1, "name") => Keep::Whole,
+            _ => Keep::Skip,
+        };
+        let docs = [
+            "kind: A\nmetadata:\n  name: n\n  labels: {a: b}\nspec: {x: [1, 2, {y: z}]}\n",
+            "kind: A\nkind: B\nspec:\n  - a\n  - b: c\n",
+            "kind: 1.5\nmetadata: null\n",
+            "kind: A\nmetadata: [1]\n",
+            "- kind: A\n",
+            "",
+            // syntax and decoding errors inside skipped values
+            "kind: A\nspec:\n  a: [1, 2\n",
+            "kind: A\nspec:\n  a: !!int x\n",
+            "kind: A\nspec:\n  a: \"\\/\"\n",
+            "kind: A\nspec:\n  ? [a, b]\n  : c\n",
+            "kind: A\nspec:\n  a:\tb\n",
+            // NaN/Inf, kept only if it survives
+            "kind: A\nspec:\n  a: .nan\n",
+            "kind: A\nspec:\n  a: .nan\n  a: 1\n",
+            "kind: A\nspec: .inf\nspec: 2\n",
+            // anchors, aliases and merges reaching the kept fields
+            "spec: &k B\nkind: *k\n",
+            "base: &b {kind: C}\n<<: *b\n",
+            "kind: A\nmetadata:\n  <<: {name: m}\n",
+            "kind: A\nspec: *nope\n",
+            "kind: A\nspec: &a [*a]\n",
+            "kind: A\nspec: {1.5: x, true: y, null: z}\n",
+        ];
+        for doc in docs {
+            let whole = from_yaml(doc).map(|v| prune(v, &keep, 0));
+            assert_eq!(from_yaml_pruned(doc, &keep), whole, "{doc:?}");
+        }
+    }
 
     fn j(s: &str) -> Yaml {
         match from_yaml(s) {

@@ -34,8 +34,8 @@ pub mod value;
 pub use emit::{EmitError, natural_cmp, to_yaml, to_yaml_pretty, try_to_yaml};
 pub use json::{JsonError, to_json};
 pub use load::{
-    LoadError, Numbers, check_input, from_yaml, from_yaml_array, from_yaml_map,
-    from_yaml_map_bytes, go_string_field, load,
+    Keep, LoadError, Numbers, check_input, from_yaml, from_yaml_array, from_yaml_map,
+    from_yaml_map_bytes, from_yaml_pruned, go_string_field, load,
 };
 pub use toml::{from_toml, to_toml};
 pub use value::{Mapping, Yaml};
