@@ -1,0 +1,574 @@
+//! Kubernetes protobuf request bodies (`Content-Type: application/vnd.kubernetes.protobuf`),
+//! decoded into the JSON objects the fake stores.
+//!
+//! client-go's typed clientsets send built-in objects this way; helm's release store (typed
+//! `Secrets(ns).Create/Update/Delete`) is the case that matters here. The wire form is
+//! apimachinery's `runtime/serializer/protobuf` one: the 4-byte magic `k8s\0`, then a
+//! `runtime.Unknown` envelope whose `typeMeta` names the object's apiVersion and kind and whose
+//! `raw` holds the object's own message. The messages below are declared by hand with the field
+//! numbers of the upstream schemas (nothing is generated at build time):
+//!
+//! - `k8s.io/apimachinery/pkg/runtime/generated.proto`: `Unknown`, `TypeMeta`;
+//! - `k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto`: `ObjectMeta`, `OwnerReference`,
+//!   `ManagedFieldsEntry`, `FieldsV1`, `Time`, `DeleteOptions`, `Preconditions`;
+//! - `k8s.io/api/core/v1/generated.proto`: `Secret`, `ConfigMap`, `Namespace`, `NamespaceSpec`,
+//!   `NamespaceStatus`, `NamespaceCondition`, `ServiceAccount`, `ObjectReference`,
+//!   `LocalObjectReference`.
+//!
+//! The JSON produced is what Go's `encoding/json` writes for the same decoded struct (the form
+//! the client would have sent had it used JSON): `omitempty` fields are left out when empty
+//! (Go's generated marshallers write empty non-pointer scalars on the wire, so absence and
+//! emptiness are not distinguished), pointer fields (`immutable`, `controller`, …) are kept
+//! when present, byte maps become standard base64, and `metav1.Time` becomes RFC 3339 in
+//! seconds. A zero `creationTimestamp` (Go writes `null`) is left out; the server sets it anyway.
+//!
+//! Kinds without a declaration here get [`DecodeError::Unsupported`], which the server turns
+//! into the real apiserver's 415 `UnsupportedMediaType` Status (as for a resource that does
+//! not serve protobuf), never a crash or a guess.
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use prost::Message;
+use serde_json::{Map, Value, json};
+
+/// The media type of Kubernetes protobuf bodies.
+pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
+
+/// `protoEncodingPrefix` of apimachinery's protobuf serializer.
+pub const MAGIC: [u8; 4] = [0x6b, 0x38, 0x73, 0x00];
+
+/// `runtime.TypeMeta` (runtime/generated.proto).
+#[derive(Clone, PartialEq, Message)]
+pub struct TypeMeta {
+    #[prost(string, optional, tag = "1")]
+    pub api_version: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    pub kind: Option<String>,
+}
+
+/// `runtime.Unknown` (runtime/generated.proto): the envelope of every protobuf body.
+#[derive(Clone, PartialEq, Message)]
+pub struct Unknown {
+    #[prost(message, optional, tag = "1")]
+    pub type_meta: Option<TypeMeta>,
+    #[prost(bytes = "vec", optional, tag = "2")]
+    pub raw: Option<Vec<u8>>,
+    #[prost(string, optional, tag = "3")]
+    pub content_encoding: Option<String>,
+    #[prost(string, optional, tag = "4")]
+    pub content_type: Option<String>,
+}
+
+/// `metav1.Time` (meta/v1/generated.proto): a Timestamp; empty means Go's zero time.
+#[derive(Clone, PartialEq, Message)]
+pub struct Time {
+    #[prost(int64, optional, tag = "1")]
+    pub seconds: Option<i64>,
+    #[prost(int32, optional, tag = "2")]
+    pub nanos: Option<i32>,
+}
+
+/// `metav1.OwnerReference`.
+#[derive(Clone, PartialEq, Message)]
+pub struct OwnerReference {
+    #[prost(string, optional, tag = "1")]
+    pub kind: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    pub name: Option<String>,
+    #[prost(string, optional, tag = "4")]
+    pub uid: Option<String>,
+    #[prost(string, optional, tag = "5")]
+    pub api_version: Option<String>,
+    #[prost(bool, optional, tag = "6")]
+    pub controller: Option<bool>,
+    #[prost(bool, optional, tag = "7")]
+    pub block_owner_deletion: Option<bool>,
+}
+
+/// `metav1.FieldsV1`: the raw JSON of a field set.
+#[derive(Clone, PartialEq, Message)]
+pub struct FieldsV1 {
+    #[prost(bytes = "vec", optional, tag = "1")]
+    pub raw: Option<Vec<u8>>,
+}
+
+/// `metav1.ManagedFieldsEntry`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ManagedFieldsEntry {
+    #[prost(string, optional, tag = "1")]
+    pub manager: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    pub operation: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    pub api_version: Option<String>,
+    #[prost(message, optional, tag = "4")]
+    pub time: Option<Time>,
+    #[prost(string, optional, tag = "6")]
+    pub fields_type: Option<String>,
+    #[prost(message, optional, tag = "7")]
+    pub fields_v1: Option<FieldsV1>,
+    #[prost(string, optional, tag = "8")]
+    pub subresource: Option<String>,
+}
+
+/// `metav1.ObjectMeta`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ObjectMeta {
+    #[prost(string, optional, tag = "1")]
+    pub name: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    pub generate_name: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    pub namespace: Option<String>,
+    #[prost(string, optional, tag = "4")]
+    pub self_link: Option<String>,
+    #[prost(string, optional, tag = "5")]
+    pub uid: Option<String>,
+    #[prost(string, optional, tag = "6")]
+    pub resource_version: Option<String>,
+    #[prost(int64, optional, tag = "7")]
+    pub generation: Option<i64>,
+    #[prost(message, optional, tag = "8")]
+    pub creation_timestamp: Option<Time>,
+    #[prost(message, optional, tag = "9")]
+    pub deletion_timestamp: Option<Time>,
+    #[prost(int64, optional, tag = "10")]
+    pub deletion_grace_period_seconds: Option<i64>,
+    #[prost(btree_map = "string, string", tag = "11")]
+    pub labels: BTreeMap<String, String>,
+    #[prost(btree_map = "string, string", tag = "12")]
+    pub annotations: BTreeMap<String, String>,
+    #[prost(message, repeated, tag = "13")]
+    pub owner_references: Vec<OwnerReference>,
+    #[prost(string, repeated, tag = "14")]
+    pub finalizers: Vec<String>,
+    #[prost(message, repeated, tag = "17")]
+    pub managed_fields: Vec<ManagedFieldsEntry>,
+}
+
+/// `metav1.Preconditions`.
+#[derive(Clone, PartialEq, Message)]
+pub struct Preconditions {
+    #[prost(string, optional, tag = "1")]
+    pub uid: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    pub resource_version: Option<String>,
+}
+
+/// `metav1.DeleteOptions`.
+#[derive(Clone, PartialEq, Message)]
+pub struct DeleteOptions {
+    #[prost(int64, optional, tag = "1")]
+    pub grace_period_seconds: Option<i64>,
+    #[prost(message, optional, tag = "2")]
+    pub preconditions: Option<Preconditions>,
+    #[prost(bool, optional, tag = "3")]
+    pub orphan_dependents: Option<bool>,
+    #[prost(string, optional, tag = "4")]
+    pub propagation_policy: Option<String>,
+    #[prost(string, repeated, tag = "5")]
+    pub dry_run: Vec<String>,
+}
+
+/// `v1.Secret` (core/v1/generated.proto).
+#[derive(Clone, PartialEq, Message)]
+pub struct Secret {
+    #[prost(message, optional, tag = "1")]
+    pub metadata: Option<ObjectMeta>,
+    #[prost(btree_map = "string, bytes", tag = "2")]
+    pub data: BTreeMap<String, Vec<u8>>,
+    #[prost(string, optional, tag = "3")]
+    pub r#type: Option<String>,
+    #[prost(btree_map = "string, string", tag = "4")]
+    pub string_data: BTreeMap<String, String>,
+    #[prost(bool, optional, tag = "5")]
+    pub immutable: Option<bool>,
+}
+
+/// `v1.ConfigMap`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ConfigMap {
+    #[prost(message, optional, tag = "1")]
+    pub metadata: Option<ObjectMeta>,
+    #[prost(btree_map = "string, string", tag = "2")]
+    pub data: BTreeMap<String, String>,
+    #[prost(btree_map = "string, bytes", tag = "3")]
+    pub binary_data: BTreeMap<String, Vec<u8>>,
+    #[prost(bool, optional, tag = "4")]
+    pub immutable: Option<bool>,
+}
+
+/// `v1.NamespaceSpec`.
+#[derive(Clone, PartialEq, Message)]
+pub struct NamespaceSpec {
+    #[prost(string, repeated, tag = "1")]
+    pub finalizers: Vec<String>,
+}
+
+/// `v1.NamespaceCondition`.
+#[derive(Clone, PartialEq, Message)]
+pub struct NamespaceCondition {
+    #[prost(string, optional, tag = "1")]
+    pub r#type: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    pub status: Option<String>,
+    #[prost(message, optional, tag = "4")]
+    pub last_transition_time: Option<Time>,
+    #[prost(string, optional, tag = "5")]
+    pub reason: Option<String>,
+    #[prost(string, optional, tag = "6")]
+    pub message: Option<String>,
+}
+
+/// `v1.NamespaceStatus`.
+#[derive(Clone, PartialEq, Message)]
+pub struct NamespaceStatus {
+    #[prost(string, optional, tag = "1")]
+    pub phase: Option<String>,
+    #[prost(message, repeated, tag = "2")]
+    pub conditions: Vec<NamespaceCondition>,
+}
+
+/// `v1.Namespace`.
+#[derive(Clone, PartialEq, Message)]
+pub struct Namespace {
+    #[prost(message, optional, tag = "1")]
+    pub metadata: Option<ObjectMeta>,
+    #[prost(message, optional, tag = "2")]
+    pub spec: Option<NamespaceSpec>,
+    #[prost(message, optional, tag = "3")]
+    pub status: Option<NamespaceStatus>,
+}
+
+/// `v1.ObjectReference`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ObjectReference {
+    #[prost(string, optional, tag = "1")]
+    pub kind: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    pub namespace: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    pub name: Option<String>,
+    #[prost(string, optional, tag = "4")]
+    pub uid: Option<String>,
+    #[prost(string, optional, tag = "5")]
+    pub api_version: Option<String>,
+    #[prost(string, optional, tag = "6")]
+    pub resource_version: Option<String>,
+    #[prost(string, optional, tag = "7")]
+    pub field_path: Option<String>,
+}
+
+/// `v1.LocalObjectReference`.
+#[derive(Clone, PartialEq, Message)]
+pub struct LocalObjectReference {
+    #[prost(string, optional, tag = "1")]
+    pub name: Option<String>,
+}
+
+/// `v1.ServiceAccount`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ServiceAccount {
+    #[prost(message, optional, tag = "1")]
+    pub metadata: Option<ObjectMeta>,
+    #[prost(message, repeated, tag = "2")]
+    pub secrets: Vec<ObjectReference>,
+    #[prost(message, repeated, tag = "3")]
+    pub image_pull_secrets: Vec<LocalObjectReference>,
+    #[prost(bool, optional, tag = "4")]
+    pub automount_service_account_token: Option<bool>,
+}
+
+/// Why a protobuf body could not become an object.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DecodeError {
+    /// A kind this fake has no protobuf declaration for (`apiVersion`, `kind`).
+    Unsupported(String, String),
+    /// Not a protobuf body, or a malformed one: the serializer's error text, and the
+    /// `(version, kind)` when the envelope was read.
+    Malformed {
+        gvk: Option<(String, String)>,
+        message: String,
+    },
+}
+
+/// Wraps an object message in the `k8s\0` + `runtime.Unknown` envelope, as client-go's
+/// protobuf serializer writes it (only `typeMeta` and `raw` set).
+pub fn envelope(api_version: &str, kind: &str, raw: Vec<u8>) -> Vec<u8> {
+    let unk = Unknown {
+        type_meta: Some(TypeMeta {
+            api_version: Some(api_version.to_string()),
+            kind: Some(kind.to_string()),
+        }),
+        raw: Some(raw),
+        content_encoding: Some(String::new()),
+        content_type: Some(String::new()),
+    };
+    let mut out = MAGIC.to_vec();
+    out.extend(unk.encode_to_vec());
+    out
+}
+
+/// Decodes a protobuf body into JSON. `default_api_version`/`default_kind` fill an envelope
+/// that leaves them empty, as the serializer's `copyKindDefaults` does with the kind the
+/// request's URL implies.
+pub fn decode(
+    body: &[u8],
+    default_api_version: &str,
+    default_kind: &str,
+) -> Result<Value, DecodeError> {
+    // The checks and texts of `protobuf.Serializer.Decode`.
+    if body.is_empty() {
+        return Err(malformed(None, "empty data"));
+    }
+    let Some(data) = body.strip_prefix(&MAGIC[..]) else {
+        return Err(malformed(
+            None,
+            &format!(
+                "provided data does not appear to be a protobuf message, expected prefix {:?}",
+                MAGIC
+            ),
+        ));
+    };
+    if data.is_empty() {
+        return Err(malformed(None, "empty body"));
+    }
+    let unk = Unknown::decode(data).map_err(|e| malformed(None, &e.to_string()))?;
+    let tm = unk.type_meta.unwrap_or_default();
+    let nonempty = |s: Option<String>, d: &str| s.filter(|s| !s.is_empty()).unwrap_or(d.into());
+    let api_version = nonempty(tm.api_version, default_api_version);
+    let kind = nonempty(tm.kind, default_kind);
+    let raw = unk.raw.unwrap_or_default();
+    let version = api_version
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let gvk = Some((version, kind.clone()));
+    let bad = |e: prost::DecodeError| malformed(gvk.clone(), &e.to_string());
+    let mut obj = Map::new();
+    obj.insert("kind".into(), json!(kind));
+    obj.insert("apiVersion".into(), json!(api_version));
+    match (api_version.as_str(), kind.as_str()) {
+        ("v1", "Secret") => {
+            let s = Secret::decode(raw.as_slice()).map_err(bad)?;
+            obj.insert("metadata".into(), object_meta(s.metadata));
+            bool_ptr(&mut obj, "immutable", s.immutable);
+            if !s.data.is_empty() {
+                obj.insert("data".into(), byte_map(s.data));
+            }
+            if !s.string_data.is_empty() {
+                obj.insert("stringData".into(), json!(s.string_data));
+            }
+            string(&mut obj, "type", s.r#type);
+        }
+        ("v1", "ConfigMap") => {
+            let c = ConfigMap::decode(raw.as_slice()).map_err(bad)?;
+            obj.insert("metadata".into(), object_meta(c.metadata));
+            bool_ptr(&mut obj, "immutable", c.immutable);
+            if !c.data.is_empty() {
+                obj.insert("data".into(), json!(c.data));
+            }
+            if !c.binary_data.is_empty() {
+                obj.insert("binaryData".into(), byte_map(c.binary_data));
+            }
+        }
+        ("v1", "Namespace") => {
+            let n = Namespace::decode(raw.as_slice()).map_err(bad)?;
+            obj.insert("metadata".into(), object_meta(n.metadata));
+            // Go writes the non-pointer spec and status structs even when empty.
+            let mut spec = Map::new();
+            let finalizers = n.spec.unwrap_or_default().finalizers;
+            if !finalizers.is_empty() {
+                spec.insert("finalizers".into(), json!(finalizers));
+            }
+            obj.insert("spec".into(), Value::Object(spec));
+            let st = n.status.unwrap_or_default();
+            let mut status = Map::new();
+            string(&mut status, "phase", st.phase);
+            if !st.conditions.is_empty() {
+                let conds = st.conditions.into_iter().map(|c| {
+                    let mut m = Map::new();
+                    string(&mut m, "type", c.r#type);
+                    string(&mut m, "status", c.status);
+                    if let Some(t) = time(c.last_transition_time) {
+                        m.insert("lastTransitionTime".into(), t);
+                    }
+                    string(&mut m, "reason", c.reason);
+                    string(&mut m, "message", c.message);
+                    Value::Object(m)
+                });
+                status.insert("conditions".into(), Value::Array(conds.collect()));
+            }
+            obj.insert("status".into(), Value::Object(status));
+        }
+        ("v1", "ServiceAccount") => {
+            let sa = ServiceAccount::decode(raw.as_slice()).map_err(bad)?;
+            obj.insert("metadata".into(), object_meta(sa.metadata));
+            if !sa.secrets.is_empty() {
+                let refs = sa.secrets.into_iter().map(|r| {
+                    let mut m = Map::new();
+                    string(&mut m, "kind", r.kind);
+                    string(&mut m, "namespace", r.namespace);
+                    string(&mut m, "name", r.name);
+                    string(&mut m, "uid", r.uid);
+                    string(&mut m, "apiVersion", r.api_version);
+                    string(&mut m, "resourceVersion", r.resource_version);
+                    string(&mut m, "fieldPath", r.field_path);
+                    Value::Object(m)
+                });
+                obj.insert("secrets".into(), Value::Array(refs.collect()));
+            }
+            if !sa.image_pull_secrets.is_empty() {
+                let refs = sa.image_pull_secrets.into_iter().map(|r| {
+                    let mut m = Map::new();
+                    string(&mut m, "name", r.name);
+                    Value::Object(m)
+                });
+                obj.insert("imagePullSecrets".into(), Value::Array(refs.collect()));
+            }
+            bool_ptr(
+                &mut obj,
+                "automountServiceAccountToken",
+                sa.automount_service_account_token,
+            );
+        }
+        ("v1" | "meta.k8s.io/v1", "DeleteOptions") => {
+            let d = DeleteOptions::decode(raw.as_slice()).map_err(bad)?;
+            if let Some(g) = d.grace_period_seconds {
+                obj.insert("gracePeriodSeconds".into(), json!(g));
+            }
+            if let Some(p) = d.preconditions {
+                let mut m = Map::new();
+                // Both are pointers in Go: present means set, even when empty.
+                if let Some(u) = p.uid {
+                    m.insert("uid".into(), json!(u));
+                }
+                if let Some(rv) = p.resource_version {
+                    m.insert("resourceVersion".into(), json!(rv));
+                }
+                obj.insert("preconditions".into(), Value::Object(m));
+            }
+            bool_ptr(&mut obj, "orphanDependents", d.orphan_dependents);
+            if let Some(p) = d.propagation_policy {
+                obj.insert("propagationPolicy".into(), json!(p));
+            }
+            if !d.dry_run.is_empty() {
+                obj.insert("dryRun".into(), json!(d.dry_run));
+            }
+        }
+        _ => return Err(DecodeError::Unsupported(api_version, kind)),
+    }
+    Ok(Value::Object(obj))
+}
+
+fn malformed(gvk: Option<(String, String)>, message: &str) -> DecodeError {
+    DecodeError::Malformed {
+        gvk,
+        message: message.to_string(),
+    }
+}
+
+/// A `omitempty` string field.
+fn string(m: &mut Map<String, Value>, key: &str, v: Option<String>) {
+    if let Some(s) = v.filter(|s| !s.is_empty()) {
+        m.insert(key.into(), json!(s));
+    }
+}
+
+/// A `*bool` field: kept when set.
+fn bool_ptr(m: &mut Map<String, Value>, key: &str, v: Option<bool>) {
+    if let Some(b) = v {
+        m.insert(key.into(), json!(b));
+    }
+}
+
+fn byte_map(m: BTreeMap<String, Vec<u8>>) -> Value {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    Value::Object(
+        m.into_iter()
+            .map(|(k, v)| (k, json!(b64.encode(v))))
+            .collect(),
+    )
+}
+
+/// `metav1.Time` as Go's JSON writes it; `None` for the zero time (an empty message).
+fn time(t: Option<Time>) -> Option<Value> {
+    let t = t?;
+    let secs = t.seconds.unwrap_or(0);
+    if secs == 0 && t.nanos.unwrap_or(0) == 0 {
+        return None;
+    }
+    let dt = chrono::DateTime::from_timestamp(secs, 0)?;
+    Some(json!(dt.format("%Y-%m-%dT%H:%M:%SZ").to_string()))
+}
+
+fn object_meta(m: Option<ObjectMeta>) -> Value {
+    let m = m.unwrap_or_default();
+    let mut o = Map::new();
+    string(&mut o, "name", m.name);
+    string(&mut o, "generateName", m.generate_name);
+    string(&mut o, "namespace", m.namespace);
+    string(&mut o, "selfLink", m.self_link);
+    string(&mut o, "uid", m.uid);
+    string(&mut o, "resourceVersion", m.resource_version);
+    if let Some(g) = m.generation.filter(|g| *g != 0) {
+        o.insert("generation".into(), json!(g));
+    }
+    if let Some(t) = time(m.creation_timestamp) {
+        o.insert("creationTimestamp".into(), t);
+    }
+    if let Some(t) = time(m.deletion_timestamp) {
+        o.insert("deletionTimestamp".into(), t);
+    }
+    if let Some(g) = m.deletion_grace_period_seconds {
+        o.insert("deletionGracePeriodSeconds".into(), json!(g));
+    }
+    if !m.labels.is_empty() {
+        o.insert("labels".into(), json!(m.labels));
+    }
+    if !m.annotations.is_empty() {
+        o.insert("annotations".into(), json!(m.annotations));
+    }
+    if !m.owner_references.is_empty() {
+        let refs = m.owner_references.into_iter().map(|r| {
+            // apiVersion, kind, name and uid have no omitempty in Go.
+            let mut x = Map::new();
+            x.insert(
+                "apiVersion".into(),
+                json!(r.api_version.unwrap_or_default()),
+            );
+            x.insert("kind".into(), json!(r.kind.unwrap_or_default()));
+            x.insert("name".into(), json!(r.name.unwrap_or_default()));
+            x.insert("uid".into(), json!(r.uid.unwrap_or_default()));
+            bool_ptr(&mut x, "controller", r.controller);
+            bool_ptr(&mut x, "blockOwnerDeletion", r.block_owner_deletion);
+            Value::Object(x)
+        });
+        o.insert("ownerReferences".into(), Value::Array(refs.collect()));
+    }
+    if !m.finalizers.is_empty() {
+        o.insert("finalizers".into(), json!(m.finalizers));
+    }
+    if !m.managed_fields.is_empty() {
+        let entries = m.managed_fields.into_iter().map(|e| {
+            let mut x = Map::new();
+            string(&mut x, "manager", e.manager);
+            string(&mut x, "operation", e.operation);
+            string(&mut x, "apiVersion", e.api_version);
+            if let Some(t) = time(e.time) {
+                x.insert("time".into(), t);
+            }
+            string(&mut x, "fieldsType", e.fields_type);
+            if let Some(raw) = e.fields_v1.and_then(|f| f.raw) {
+                let v = serde_json::from_slice(&raw).unwrap_or(Value::Null);
+                x.insert("fieldsV1".into(), v);
+            }
+            string(&mut x, "subresource", e.subresource);
+            Value::Object(x)
+        });
+        o.insert("managedFields".into(), Value::Array(entries.collect()));
+    }
+    Value::Object(o)
+}
