@@ -33,7 +33,8 @@
 //! Use it in-process with [`FakeApiServer::client`] (a `kube::Client` over a `tower::Service`, no
 //! network) or over plain HTTP with [`FakeApiServer::serve`] plus [`FakeApiServer::write_kubeconfig`]
 //! for real `kubectl`/`helm`. [`FakeApiServer::stats`] counts requests per verb;
-//! [`FakeApiServer::inject`] fails, delays, or deletes-before the next matching requests.
+//! [`FakeApiServer::inject`] fails, delays, or deletes-before the next matching requests. Setting
+//! `FAKE_APISERVER_LOG` logs each request's method, URI and media types to stderr.
 //!
 //! ```no_run
 //! # async fn demo() {
