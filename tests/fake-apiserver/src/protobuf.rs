@@ -13,7 +13,11 @@
 //!   `ManagedFieldsEntry`, `FieldsV1`, `Time`, `DeleteOptions`, `Preconditions`;
 //! - `k8s.io/api/core/v1/generated.proto`: `Secret`, `ConfigMap`, `Namespace`, `NamespaceSpec`,
 //!   `NamespaceStatus`, `NamespaceCondition`, `ServiceAccount`, `ObjectReference`,
-//!   `LocalObjectReference`.
+//!   `LocalObjectReference`;
+//! - `k8s.io/api/rbac/v1/generated.proto`: `Role`, `ClusterRole`, `AggregationRule`,
+//!   `PolicyRule`, `RoleBinding`, `ClusterRoleBinding`, `Subject`, `RoleRef` (with meta/v1's
+//!   `LabelSelector`), which `kubectl create role|clusterrole|rolebinding|clusterrolebinding`
+//!   send.
 //!
 //! The JSON produced is what Go's `encoding/json` writes for the same decoded struct (the form
 //! the client would have sent had it used JSON): `omitempty` fields are left out when empty
@@ -280,6 +284,94 @@ pub struct ServiceAccount {
     pub automount_service_account_token: Option<bool>,
 }
 
+/// `metav1.LabelSelectorRequirement`.
+#[derive(Clone, PartialEq, Message)]
+pub struct LabelSelectorRequirement {
+    #[prost(string, optional, tag = "1")]
+    pub key: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    pub operator: Option<String>,
+    #[prost(string, repeated, tag = "3")]
+    pub values: Vec<String>,
+}
+
+/// `metav1.LabelSelector`.
+#[derive(Clone, PartialEq, Message)]
+pub struct LabelSelector {
+    #[prost(btree_map = "string, string", tag = "1")]
+    pub match_labels: BTreeMap<String, String>,
+    #[prost(message, repeated, tag = "2")]
+    pub match_expressions: Vec<LabelSelectorRequirement>,
+}
+
+/// `rbacv1.PolicyRule`.
+#[derive(Clone, PartialEq, Message)]
+pub struct PolicyRule {
+    #[prost(string, repeated, tag = "1")]
+    pub verbs: Vec<String>,
+    #[prost(string, repeated, tag = "2")]
+    pub api_groups: Vec<String>,
+    #[prost(string, repeated, tag = "3")]
+    pub resources: Vec<String>,
+    #[prost(string, repeated, tag = "4")]
+    pub resource_names: Vec<String>,
+    #[prost(string, repeated, tag = "5")]
+    pub non_resource_urls: Vec<String>,
+}
+
+/// `rbacv1.AggregationRule`.
+#[derive(Clone, PartialEq, Message)]
+pub struct AggregationRule {
+    #[prost(message, repeated, tag = "1")]
+    pub cluster_role_selectors: Vec<LabelSelector>,
+}
+
+/// `rbacv1.Role` and `rbacv1.ClusterRole` (a Role never carries field 3).
+#[derive(Clone, PartialEq, Message)]
+pub struct Role {
+    #[prost(message, optional, tag = "1")]
+    pub metadata: Option<ObjectMeta>,
+    #[prost(message, repeated, tag = "2")]
+    pub rules: Vec<PolicyRule>,
+    #[prost(message, optional, tag = "3")]
+    pub aggregation_rule: Option<AggregationRule>,
+}
+
+/// `rbacv1.Subject`.
+#[derive(Clone, PartialEq, Message)]
+pub struct Subject {
+    #[prost(string, optional, tag = "1")]
+    pub kind: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    pub api_group: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    pub name: Option<String>,
+    #[prost(string, optional, tag = "4")]
+    pub namespace: Option<String>,
+}
+
+/// `rbacv1.RoleRef`.
+#[derive(Clone, PartialEq, Message)]
+pub struct RoleRef {
+    #[prost(string, optional, tag = "1")]
+    pub api_group: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    pub kind: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    pub name: Option<String>,
+}
+
+/// `rbacv1.RoleBinding` and `rbacv1.ClusterRoleBinding`.
+#[derive(Clone, PartialEq, Message)]
+pub struct RoleBinding {
+    #[prost(message, optional, tag = "1")]
+    pub metadata: Option<ObjectMeta>,
+    #[prost(message, repeated, tag = "2")]
+    pub subjects: Vec<Subject>,
+    #[prost(message, optional, tag = "3")]
+    pub role_ref: Option<RoleRef>,
+}
+
 /// Why a protobuf body could not become an object.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DecodeError {
@@ -434,6 +526,51 @@ pub fn decode(
                 sa.automount_service_account_token,
             );
         }
+        ("rbac.authorization.k8s.io/v1", "Role" | "ClusterRole") => {
+            let r = Role::decode(raw.as_slice()).map_err(bad)?;
+            obj.insert("metadata".into(), object_meta(r.metadata));
+            if !r.rules.is_empty() {
+                obj.insert(
+                    "rules".into(),
+                    Value::Array(r.rules.into_iter().map(policy_rule).collect()),
+                );
+            }
+            if kind == "ClusterRole"
+                && let Some(a) = r.aggregation_rule
+            {
+                let mut m = Map::new();
+                if !a.cluster_role_selectors.is_empty() {
+                    let sels = a.cluster_role_selectors.into_iter().map(label_selector);
+                    m.insert("clusterRoleSelectors".into(), Value::Array(sels.collect()));
+                }
+                obj.insert("aggregationRule".into(), Value::Object(m));
+            }
+        }
+        ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => {
+            let b = RoleBinding::decode(raw.as_slice()).map_err(bad)?;
+            obj.insert("metadata".into(), object_meta(b.metadata));
+            if !b.subjects.is_empty() {
+                let subjects = b.subjects.into_iter().map(|x| {
+                    // kind and name have no omitempty in Go.
+                    let mut m = Map::new();
+                    m.insert("kind".into(), json!(x.kind.unwrap_or_default()));
+                    string(&mut m, "apiGroup", x.api_group);
+                    m.insert("name".into(), json!(x.name.unwrap_or_default()));
+                    string(&mut m, "namespace", x.namespace);
+                    Value::Object(m)
+                });
+                obj.insert("subjects".into(), Value::Array(subjects.collect()));
+            }
+            let r = b.role_ref.unwrap_or_default();
+            obj.insert(
+                "roleRef".into(),
+                json!({
+                    "apiGroup": r.api_group.unwrap_or_default(),
+                    "kind": r.kind.unwrap_or_default(),
+                    "name": r.name.unwrap_or_default(),
+                }),
+            );
+        }
         ("v1" | "meta.k8s.io/v1", "DeleteOptions") => {
             let d = DeleteOptions::decode(raw.as_slice()).map_err(bad)?;
             if let Some(g) = d.grace_period_seconds {
@@ -491,6 +628,45 @@ fn byte_map(m: BTreeMap<String, Vec<u8>>) -> Value {
             .map(|(k, v)| (k, json!(b64.encode(v))))
             .collect(),
     )
+}
+
+fn policy_rule(r: PolicyRule) -> Value {
+    let mut m = Map::new();
+    // verbs has no omitempty in Go (an empty list is written as null, which the server drops).
+    if !r.verbs.is_empty() {
+        m.insert("verbs".into(), json!(r.verbs));
+    }
+    for (key, list) in [
+        ("apiGroups", r.api_groups),
+        ("resources", r.resources),
+        ("resourceNames", r.resource_names),
+        ("nonResourceURLs", r.non_resource_urls),
+    ] {
+        if !list.is_empty() {
+            m.insert(key.into(), json!(list));
+        }
+    }
+    Value::Object(m)
+}
+
+fn label_selector(s: LabelSelector) -> Value {
+    let mut m = Map::new();
+    if !s.match_labels.is_empty() {
+        m.insert("matchLabels".into(), json!(s.match_labels));
+    }
+    if !s.match_expressions.is_empty() {
+        let exprs = s.match_expressions.into_iter().map(|e| {
+            let mut x = Map::new();
+            x.insert("key".into(), json!(e.key.unwrap_or_default()));
+            x.insert("operator".into(), json!(e.operator.unwrap_or_default()));
+            if !e.values.is_empty() {
+                x.insert("values".into(), json!(e.values));
+            }
+            Value::Object(x)
+        });
+        m.insert("matchExpressions".into(), Value::Array(exprs.collect()));
+    }
+    Value::Object(m)
 }
 
 /// `metav1.Time` as Go's JSON writes it; `None` for the zero time (an empty message).

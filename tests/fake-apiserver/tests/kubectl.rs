@@ -222,56 +222,117 @@ async fn real_kubectl_create_in_protobuf_and_validating_apply_against_fake_apise
     let kc = dir.path().join("kubeconfig");
     s.write_kubeconfig(addr, &kc).expect("kubeconfig");
 
-    // `kubectl create <kind>` posts through typed clients, in protobuf.
-    for (cmd, out_want) in [
-        (
-            &["create", "namespace", "team"][..],
-            "namespace/team created",
-        ),
+    // `kubectl create <kind>` posts through typed clients, in protobuf. kubectl's own JSON of the
+    // same object (`--dry-run=client -o json`) is the oracle: the fake must store exactly that,
+    // plus the server's fields.
+    let (ok, out, err) = run(KUBECTL, args(&kc, &["create", "namespace", "team"])).await;
+    assert!(ok, "{out}{err}");
+    let ns = s.get("namespaces", None, "team").expect("namespace");
+    assert_eq!(ns["status"]["phase"], "Active");
+    let cases: [(&[&str], &str, &str); 8] = [
         (
             &[
-                "create",
                 "secret",
                 "generic",
                 "s",
                 "--from-literal=k=v",
-                "-n",
-                "team",
-            ][..],
-            "secret/s created",
+                "--from-literal=e=",
+                "--type=x/y",
+            ],
+            "secrets",
+            "s",
+        ),
+        (
+            &["configmap", "c", "--from-literal=k=v", "--from-literal=e="],
+            "configmaps",
+            "c",
+        ),
+        (&["serviceaccount", "sa"], "serviceaccounts", "sa"),
+        (
+            &[
+                "role",
+                "r",
+                "--verb=get,list",
+                "--resource=pods,secrets",
+                "--resource-name=a",
+            ],
+            "roles",
+            "r",
         ),
         (
             &[
-                "create",
-                "configmap",
-                "c",
-                "--from-literal=k=v",
-                "-n",
-                "team",
-            ][..],
-            "configmap/c created",
+                "clusterrole",
+                "cr",
+                "--verb=get",
+                "--non-resource-url=/logs/*",
+            ],
+            "clusterroles",
+            "cr",
         ),
         (
-            &["create", "serviceaccount", "sa", "-n", "team"][..],
-            "serviceaccount/sa created",
+            &["clusterrole", "agg", "--aggregation-rule=a=b,c=d"],
+            "clusterroles",
+            "agg",
         ),
-    ] {
-        let (ok, out, err) = run(KUBECTL, args(&kc, cmd)).await;
-        assert!(ok, "{cmd:?}: {out}{err}");
-        assert_eq!(out.trim(), out_want);
+        (
+            &[
+                "rolebinding",
+                "rb",
+                "--role=r",
+                "--user=u1",
+                "--serviceaccount=team:sa",
+                "--group=g",
+            ],
+            "rolebindings",
+            "rb",
+        ),
+        (
+            &["clusterrolebinding", "crb", "--clusterrole=cr", "--user=u1"],
+            "clusterrolebindings",
+            "crb",
+        ),
+    ];
+    for (cmd, resource, name) in cases {
+        let mut create = vec!["create"];
+        create.extend_from_slice(cmd);
+        create.extend_from_slice(&["-n", "team"]);
+        let mut dry = create.clone();
+        dry.extend_from_slice(&["--dry-run=client", "-o", "json"]);
+        let (ok, out, err) = run(KUBECTL, args(&kc, &dry)).await;
+        assert!(ok, "{dry:?}: {out}{err}");
+        let mut want: Value = serde_json::from_str(&out).expect("json");
+        let (ok, out, err) = run(KUBECTL, args(&kc, &create)).await;
+        assert!(ok, "{create:?}: {out}{err}");
+        let ns = if resource.starts_with("cluster") {
+            None
+        } else {
+            Some("team")
+        };
+        let mut got = s.get(resource, ns, name).expect("stored");
+        // (A bare ServiceAccount owns no field, so it has no managedFields entry.)
+        if let Some(entry) = got["metadata"]["managedFields"].get(0) {
+            assert_eq!(entry["manager"], "kubectl-create", "{create:?}: {got}");
+        }
+        // Go writes nil non-omitempty lists (`rules` of an aggregated ClusterRole) as null; the
+        // fake stores no nulls.
+        if let Some(m) = want.as_object_mut() {
+            m.retain(|_, v| !v.is_null());
+        }
+        for v in [&mut want, &mut got] {
+            if let Some(m) = v["metadata"].as_object_mut() {
+                for k in [
+                    "uid",
+                    "resourceVersion",
+                    "creationTimestamp",
+                    "managedFields",
+                    "namespace",
+                ] {
+                    m.remove(k);
+                }
+            }
+        }
+        assert_eq!(got, want, "{create:?}");
     }
-    let sec = s.get("secrets", Some("team"), "s").expect("secret");
-    assert_eq!(sec["data"]["k"], "dg==");
-    assert_eq!(sec["type"], "Opaque");
-    assert_eq!(
-        sec["metadata"]["managedFields"][0]["manager"],
-        "kubectl-create"
-    );
-    let cm = s.get("configmaps", Some("team"), "c").expect("configmap");
-    assert_eq!(cm["data"]["k"], "v");
-    assert!(s.get("serviceaccounts", Some("team"), "sa").is_some());
-    let ns = s.get("namespaces", None, "team").expect("namespace");
-    assert_eq!(ns["status"]["phase"], "Active");
 
     // Kinds the fake has no protobuf messages for get the real 415 Status.
     let (ok, _, err) = run(
