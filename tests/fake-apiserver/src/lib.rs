@@ -25,7 +25,7 @@
 //! - DELETE with propagation policies, finalizers, preconditions, and an instant garbage collector
 //!   (dependents whose owners are all gone are deleted; namespaces take their contents with them);
 //! - request bodies in JSON, YAML, or Kubernetes protobuf (`k8s\0` + `runtime.Unknown`) for
-//!   Secret, ConfigMap, Namespace, ServiceAccount, the RBAC kinds and DeleteOptions
+//!   Secret, ConfigMap, Namespace, Service, ServiceAccount, the RBAC kinds and DeleteOptions
 //!   ([`protobuf`]), which client-go's typed clients send (helm's release store,
 //!   `kubectl create secret|configmap|role|…`);
 //! - `Status` error bodies (404, 409 AlreadyExists/Conflict, 410, 415, 422 Invalid), Secrets with

@@ -13,7 +13,10 @@
 //!   `ManagedFieldsEntry`, `FieldsV1`, `Time`, `DeleteOptions`, `Preconditions`;
 //! - `k8s.io/api/core/v1/generated.proto`: `Secret`, `ConfigMap`, `Namespace`, `NamespaceSpec`,
 //!   `NamespaceStatus`, `NamespaceCondition`, `ServiceAccount`, `ObjectReference`,
-//!   `LocalObjectReference`;
+//!   `LocalObjectReference`, `Service`, `ServiceSpec`, `ServicePort`, `ServiceStatus`,
+//!   `SessionAffinityConfig`, `ClientIPConfig`, `LoadBalancerStatus`, `LoadBalancerIngress`,
+//!   `PortStatus` (with meta/v1's `Condition` and `util/intstr/generated.proto`'s
+//!   `IntOrString`);
 //! - `k8s.io/api/rbac/v1/generated.proto`: `Role`, `ClusterRole`, `AggregationRule`,
 //!   `PolicyRule`, `RoleBinding`, `ClusterRoleBinding`, `Subject`, `RoleRef` (with meta/v1's
 //!   `LabelSelector`), which `kubectl create role|clusterrole|rolebinding|clusterrolebinding`
@@ -173,6 +176,8 @@ pub struct DeleteOptions {
     pub propagation_policy: Option<String>,
     #[prost(string, repeated, tag = "5")]
     pub dry_run: Vec<String>,
+    #[prost(bool, optional, tag = "6")]
+    pub ignore_store_read_error_with_cluster_breaking_potential: Option<bool>,
 }
 
 /// `v1.Secret` (core/v1/generated.proto).
@@ -372,6 +377,161 @@ pub struct RoleBinding {
     pub role_ref: Option<RoleRef>,
 }
 
+/// `intstr.IntOrString` (util/intstr/generated.proto): type 0 is an int, 1 a string.
+#[derive(Clone, PartialEq, Message)]
+pub struct IntOrString {
+    #[prost(int64, optional, tag = "1")]
+    pub r#type: Option<i64>,
+    #[prost(int32, optional, tag = "2")]
+    pub int_val: Option<i32>,
+    #[prost(string, optional, tag = "3")]
+    pub str_val: Option<String>,
+}
+
+/// `v1.ServicePort`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ServicePort {
+    #[prost(string, optional, tag = "1")]
+    pub name: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    pub protocol: Option<String>,
+    #[prost(int32, optional, tag = "3")]
+    pub port: Option<i32>,
+    #[prost(message, optional, tag = "4")]
+    pub target_port: Option<IntOrString>,
+    #[prost(int32, optional, tag = "5")]
+    pub node_port: Option<i32>,
+    #[prost(string, optional, tag = "6")]
+    pub app_protocol: Option<String>,
+}
+
+/// `v1.ClientIPConfig`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ClientIpConfig {
+    #[prost(int32, optional, tag = "1")]
+    pub timeout_seconds: Option<i32>,
+}
+
+/// `v1.SessionAffinityConfig`.
+#[derive(Clone, PartialEq, Message)]
+pub struct SessionAffinityConfig {
+    #[prost(message, optional, tag = "1")]
+    pub client_ip: Option<ClientIpConfig>,
+}
+
+/// `v1.ServiceSpec`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ServiceSpec {
+    #[prost(message, repeated, tag = "1")]
+    pub ports: Vec<ServicePort>,
+    #[prost(btree_map = "string, string", tag = "2")]
+    pub selector: BTreeMap<String, String>,
+    #[prost(string, optional, tag = "3")]
+    pub cluster_ip: Option<String>,
+    #[prost(string, optional, tag = "4")]
+    pub r#type: Option<String>,
+    #[prost(string, repeated, tag = "5")]
+    pub external_ips: Vec<String>,
+    #[prost(string, optional, tag = "7")]
+    pub session_affinity: Option<String>,
+    #[prost(string, optional, tag = "8")]
+    pub load_balancer_ip: Option<String>,
+    #[prost(string, repeated, tag = "9")]
+    pub load_balancer_source_ranges: Vec<String>,
+    #[prost(string, optional, tag = "10")]
+    pub external_name: Option<String>,
+    #[prost(string, optional, tag = "11")]
+    pub external_traffic_policy: Option<String>,
+    #[prost(int32, optional, tag = "12")]
+    pub health_check_node_port: Option<i32>,
+    #[prost(bool, optional, tag = "13")]
+    pub publish_not_ready_addresses: Option<bool>,
+    #[prost(message, optional, tag = "14")]
+    pub session_affinity_config: Option<SessionAffinityConfig>,
+    #[prost(string, optional, tag = "17")]
+    pub ip_family_policy: Option<String>,
+    #[prost(string, repeated, tag = "18")]
+    pub cluster_ips: Vec<String>,
+    #[prost(string, repeated, tag = "19")]
+    pub ip_families: Vec<String>,
+    #[prost(bool, optional, tag = "20")]
+    pub allocate_load_balancer_node_ports: Option<bool>,
+    #[prost(string, optional, tag = "21")]
+    pub load_balancer_class: Option<String>,
+    #[prost(string, optional, tag = "22")]
+    pub internal_traffic_policy: Option<String>,
+    #[prost(string, optional, tag = "23")]
+    pub traffic_distribution: Option<String>,
+}
+
+/// `v1.PortStatus`.
+#[derive(Clone, PartialEq, Message)]
+pub struct PortStatus {
+    #[prost(int32, optional, tag = "1")]
+    pub port: Option<i32>,
+    #[prost(string, optional, tag = "2")]
+    pub protocol: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    pub error: Option<String>,
+}
+
+/// `v1.LoadBalancerIngress`.
+#[derive(Clone, PartialEq, Message)]
+pub struct LoadBalancerIngress {
+    #[prost(string, optional, tag = "1")]
+    pub ip: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    pub hostname: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    pub ip_mode: Option<String>,
+    #[prost(message, repeated, tag = "4")]
+    pub ports: Vec<PortStatus>,
+}
+
+/// `v1.LoadBalancerStatus`.
+#[derive(Clone, PartialEq, Message)]
+pub struct LoadBalancerStatus {
+    #[prost(message, repeated, tag = "1")]
+    pub ingress: Vec<LoadBalancerIngress>,
+}
+
+/// `metav1.Condition`.
+#[derive(Clone, PartialEq, Message)]
+pub struct Condition {
+    #[prost(string, optional, tag = "1")]
+    pub r#type: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    pub status: Option<String>,
+    #[prost(int64, optional, tag = "3")]
+    pub observed_generation: Option<i64>,
+    #[prost(message, optional, tag = "4")]
+    pub last_transition_time: Option<Time>,
+    #[prost(string, optional, tag = "5")]
+    pub reason: Option<String>,
+    #[prost(string, optional, tag = "6")]
+    pub message: Option<String>,
+}
+
+/// `v1.ServiceStatus`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ServiceStatus {
+    #[prost(message, optional, tag = "1")]
+    pub load_balancer: Option<LoadBalancerStatus>,
+    #[prost(message, repeated, tag = "2")]
+    pub conditions: Vec<Condition>,
+}
+
+/// `v1.Service`.
+#[derive(Clone, PartialEq, Message)]
+pub struct Service {
+    #[prost(message, optional, tag = "1")]
+    pub metadata: Option<ObjectMeta>,
+    #[prost(message, optional, tag = "2")]
+    pub spec: Option<ServiceSpec>,
+    #[prost(message, optional, tag = "3")]
+    pub status: Option<ServiceStatus>,
+}
+
 /// Why a protobuf body could not become an object.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DecodeError {
@@ -495,6 +655,15 @@ pub fn decode(
             }
             obj.insert("status".into(), Value::Object(status));
         }
+        ("v1", "Service") => {
+            let svc = Service::decode(raw.as_slice()).map_err(bad)?;
+            obj.insert("metadata".into(), object_meta(svc.metadata));
+            obj.insert("spec".into(), service_spec(svc.spec.unwrap_or_default()));
+            obj.insert(
+                "status".into(),
+                service_status(svc.status.unwrap_or_default()),
+            );
+        }
         ("v1", "ServiceAccount") => {
             let sa = ServiceAccount::decode(raw.as_slice()).map_err(bad)?;
             obj.insert("metadata".into(), object_meta(sa.metadata));
@@ -594,6 +763,11 @@ pub fn decode(
             if !d.dry_run.is_empty() {
                 obj.insert("dryRun".into(), json!(d.dry_run));
             }
+            bool_ptr(
+                &mut obj,
+                "ignoreStoreReadErrorWithClusterBreakingPotential",
+                d.ignore_store_read_error_with_cluster_breaking_potential,
+            );
         }
         _ => return Err(DecodeError::Unsupported(api_version, kind)),
     }
@@ -628,6 +802,148 @@ fn byte_map(m: BTreeMap<String, Vec<u8>>) -> Value {
             .map(|(k, v)| (k, json!(b64.encode(v))))
             .collect(),
     )
+}
+
+/// `intstr.IntOrString.MarshalJSON`.
+fn int_or_string(v: IntOrString) -> Value {
+    if v.r#type.unwrap_or(0) == 1 {
+        json!(v.str_val.unwrap_or_default())
+    } else {
+        json!(v.int_val.unwrap_or(0))
+    }
+}
+
+fn string_list(m: &mut Map<String, Value>, key: &str, list: Vec<String>) {
+    if !list.is_empty() {
+        m.insert(key.into(), json!(list));
+    }
+}
+
+fn service_spec(s: ServiceSpec) -> Value {
+    let mut m = Map::new();
+    if !s.ports.is_empty() {
+        let ports = s.ports.into_iter().map(|p| {
+            let mut x = Map::new();
+            string(&mut x, "name", p.name);
+            string(&mut x, "protocol", p.protocol);
+            if let Some(a) = p.app_protocol {
+                x.insert("appProtocol".into(), json!(a));
+            }
+            // port has no omitempty; targetPort is a struct, which omitempty never drops.
+            x.insert("port".into(), json!(p.port.unwrap_or(0)));
+            x.insert(
+                "targetPort".into(),
+                int_or_string(p.target_port.unwrap_or_default()),
+            );
+            if let Some(n) = p.node_port.filter(|n| *n != 0) {
+                x.insert("nodePort".into(), json!(n));
+            }
+            Value::Object(x)
+        });
+        m.insert("ports".into(), Value::Array(ports.collect()));
+    }
+    if !s.selector.is_empty() {
+        m.insert("selector".into(), json!(s.selector));
+    }
+    string(&mut m, "clusterIP", s.cluster_ip);
+    string_list(&mut m, "clusterIPs", s.cluster_ips);
+    string(&mut m, "type", s.r#type);
+    string_list(&mut m, "externalIPs", s.external_ips);
+    string(&mut m, "sessionAffinity", s.session_affinity);
+    string(&mut m, "loadBalancerIP", s.load_balancer_ip);
+    string_list(
+        &mut m,
+        "loadBalancerSourceRanges",
+        s.load_balancer_source_ranges,
+    );
+    string(&mut m, "externalName", s.external_name);
+    string(&mut m, "externalTrafficPolicy", s.external_traffic_policy);
+    if let Some(p) = s.health_check_node_port.filter(|p| *p != 0) {
+        m.insert("healthCheckNodePort".into(), json!(p));
+    }
+    if s.publish_not_ready_addresses == Some(true) {
+        m.insert("publishNotReadyAddresses".into(), json!(true));
+    }
+    if let Some(c) = s.session_affinity_config {
+        let mut x = Map::new();
+        if let Some(ip) = c.client_ip {
+            let mut y = Map::new();
+            if let Some(t) = ip.timeout_seconds {
+                y.insert("timeoutSeconds".into(), json!(t));
+            }
+            x.insert("clientIP".into(), Value::Object(y));
+        }
+        m.insert("sessionAffinityConfig".into(), Value::Object(x));
+    }
+    string_list(&mut m, "ipFamilies", s.ip_families);
+    // The rest are pointers in Go: kept when present.
+    for (key, v) in [
+        ("ipFamilyPolicy", s.ip_family_policy),
+        ("loadBalancerClass", s.load_balancer_class),
+        ("internalTrafficPolicy", s.internal_traffic_policy),
+        ("trafficDistribution", s.traffic_distribution),
+    ] {
+        if let Some(v) = v {
+            m.insert(key.into(), json!(v));
+        }
+    }
+    bool_ptr(
+        &mut m,
+        "allocateLoadBalancerNodePorts",
+        s.allocate_load_balancer_node_ports,
+    );
+    Value::Object(m)
+}
+
+fn service_status(s: ServiceStatus) -> Value {
+    let mut lb = Map::new();
+    let ingress = s.load_balancer.unwrap_or_default().ingress;
+    if !ingress.is_empty() {
+        let ingress = ingress.into_iter().map(|i| {
+            let mut x = Map::new();
+            string(&mut x, "ip", i.ip);
+            string(&mut x, "hostname", i.hostname);
+            if let Some(mode) = i.ip_mode {
+                x.insert("ipMode".into(), json!(mode));
+            }
+            if !i.ports.is_empty() {
+                let ports = i.ports.into_iter().map(|p| {
+                    let mut y = Map::new();
+                    y.insert("port".into(), json!(p.port.unwrap_or(0)));
+                    y.insert("protocol".into(), json!(p.protocol.unwrap_or_default()));
+                    if let Some(e) = p.error {
+                        y.insert("error".into(), json!(e));
+                    }
+                    Value::Object(y)
+                });
+                x.insert("ports".into(), Value::Array(ports.collect()));
+            }
+            Value::Object(x)
+        });
+        lb.insert("ingress".into(), Value::Array(ingress.collect()));
+    }
+    let mut m = Map::new();
+    m.insert("loadBalancer".into(), Value::Object(lb));
+    if !s.conditions.is_empty() {
+        let conds = s.conditions.into_iter().map(|c| {
+            // Only observedGeneration is omitempty in metav1.Condition.
+            let mut x = Map::new();
+            x.insert("type".into(), json!(c.r#type.unwrap_or_default()));
+            x.insert("status".into(), json!(c.status.unwrap_or_default()));
+            if let Some(g) = c.observed_generation.filter(|g| *g != 0) {
+                x.insert("observedGeneration".into(), json!(g));
+            }
+            x.insert(
+                "lastTransitionTime".into(),
+                time(c.last_transition_time).unwrap_or(Value::Null),
+            );
+            x.insert("reason".into(), json!(c.reason.unwrap_or_default()));
+            x.insert("message".into(), json!(c.message.unwrap_or_default()));
+            Value::Object(x)
+        });
+        m.insert("conditions".into(), Value::Array(conds.collect()));
+    }
+    Value::Object(m)
 }
 
 fn policy_rule(r: PolicyRule) -> Value {
