@@ -28,6 +28,8 @@
 //!   Secret, ConfigMap, Namespace, Service, ServiceAccount, the RBAC kinds and DeleteOptions
 //!   ([`protobuf`]), which client-go's typed clients send (helm's release store,
 //!   `kubectl create secret|configmap|role|…`);
+//! - Service cluster IPs allocated from 10.96.0.0/12 on create and kept by updates that leave
+//!   them out (helm's `--wait` needs them);
 //! - `Status` error bodies (404, 409 AlreadyExists/Conflict, 410, 415, 422 Invalid), Secrets with
 //!   `stringData`, immutable `type`/`immutable`, and the 1 MiB size limit.
 //!

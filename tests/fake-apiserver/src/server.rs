@@ -437,6 +437,7 @@ impl State {
             obj["metadata"]["generation"] = json!(1);
         }
         on_create_hook(res, &mut obj);
+        allocate_service_ip(self, res, &mut obj);
         if dry_run {
             return Ok(obj);
         }
@@ -494,6 +495,7 @@ impl State {
         }
         new["apiVersion"] = json!(res.api_version());
         new["kind"] = json!(res.kind);
+        keep_allocated_values(res, live, &mut new);
         normalize(res, &mut new)?;
         validate(res, Some(live), &new, name)?;
         let live_managers = managers_of(live);
@@ -1090,6 +1092,71 @@ fn on_create_hook(res: &Resource, obj: &mut Value) {
             ],
             "storedVersions": obj["spec"]["versions"].as_array().map(|vs| vs.iter().filter(|v| v["storage"] == json!(true)).map(|v| v["name"].clone()).collect::<Vec<_>>()).unwrap_or_default(),
         });
+    }
+}
+
+/// The Service IP allocator (the service registry's create path): a Service that gets a cluster
+/// IP and asks for none gets the lowest free address of 10.96.0.0/12 after 10.96.0.1 (the
+/// `kubernetes` Service's), with `clusterIPs`, `ipFamilies` and `ipFamilyPolicy` to match. As on a
+/// real server the allocation runs after field tracking, so no manager owns these fields. helm's
+/// `--wait` counts a ClusterIP Service without an IP as not ready.
+fn allocate_service_ip(st: &State, res: &Resource, obj: &mut Value) {
+    if !(res.group.is_empty() && res.plural == "services") {
+        return;
+    }
+    if obj["spec"]["type"].as_str() == Some("ExternalName") {
+        return;
+    }
+    let ip = match obj["spec"]["clusterIP"].as_str() {
+        Some(ip) if !ip.is_empty() => ip.to_string(),
+        _ => {
+            let used: std::collections::BTreeSet<String> = st
+                .objects
+                .get(&res.key())
+                .into_iter()
+                .flat_map(|m| m.values())
+                .filter_map(|o| o["spec"]["clusterIP"].as_str().map(str::to_string))
+                .collect();
+            let base = u32::from(std::net::Ipv4Addr::new(10, 96, 0, 2));
+            let last = u32::from(std::net::Ipv4Addr::new(10, 111, 255, 254));
+            let Some(ip) = (base..=last)
+                .map(|n| std::net::Ipv4Addr::from(n).to_string())
+                .find(|ip| !used.contains(ip))
+            else {
+                return;
+            };
+            ip
+        }
+    };
+    let Some(spec) = object_at(obj, "spec") else {
+        return;
+    };
+    spec.insert("clusterIP".to_string(), json!(ip));
+    spec.insert("clusterIPs".to_string(), json!([ip]));
+    spec.entry("ipFamilies".to_string())
+        .or_insert_with(|| json!(["IPv4"]));
+    spec.entry("ipFamilyPolicy".to_string())
+        .or_insert_with(|| json!("SingleStack"));
+}
+
+/// An update that leaves out a Service's allocated cluster IP keeps it (the service registry's
+/// `patchAllocatedValues`), as `kubectl replace` and helm's PUTs rely on.
+fn keep_allocated_values(res: &Resource, live: &Value, new: &mut Value) {
+    if !(res.group.is_empty() && res.plural == "services") {
+        return;
+    }
+    if new["spec"]["type"].as_str() == Some("ExternalName") {
+        return;
+    }
+    let unset = |v: &Value| v.as_str().is_none_or(str::is_empty);
+    if unset(&new["spec"]["clusterIP"])
+        && !unset(&live["spec"]["clusterIP"])
+        && let Some(spec) = object_at(new, "spec")
+    {
+        spec.insert("clusterIP".to_string(), live["spec"]["clusterIP"].clone());
+        if !live["spec"]["clusterIPs"].is_null() {
+            spec.insert("clusterIPs".to_string(), live["spec"]["clusterIPs"].clone());
+        }
     }
 }
 
@@ -2321,6 +2388,7 @@ fn apply_req(
             obj["metadata"]["generation"] = json!(1);
         }
         on_create_hook(res, &mut obj);
+        allocate_service_ip(st, res, &mut obj);
         if dry_run {
             return json_response(201, &obj);
         }

@@ -325,6 +325,19 @@ async fn real_kubectl_create_in_protobuf_and_validating_apply_against_fake_apise
         }
         // Go writes nil non-omitempty lists (`rules` of an aggregated ClusterRole) as null; the
         // fake stores no nulls.
+        // The server allocates a Service's cluster IP.
+        if resource == "services" {
+            assert!(
+                got["spec"]["clusterIP"]
+                    .as_str()
+                    .is_some_and(|ip| ip.starts_with("10.96."))
+            );
+            if let Some(spec) = got["spec"].as_object_mut() {
+                for k in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+                    spec.remove(k);
+                }
+            }
+        }
         // A create resets the status of kinds with a status subresource (PrepareForCreate).
         if let Some(m) = want.as_object_mut() {
             m.retain(|k, v| !v.is_null() && (k != "status" || got.get("status").is_some()));
@@ -402,6 +415,12 @@ async fn real_helm_release_lifecycle_against_fake_apiserver() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  greeting: {{ .Values.greeting }}\n",
     )
     .expect("template");
+    // helm --wait counts a Service ready once it has a cluster IP.
+    std::fs::write(
+        chart.join("templates/svc.yaml"),
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  ports:\n  - port: 80\n",
+    )
+    .expect("template");
     let c = chart.display().to_string();
     let greeting = || {
         s.get("configmaps", Some("apps"), "mini")
@@ -412,7 +431,16 @@ async fn real_helm_release_lifecycle_against_fake_apiserver() {
     // OpenAPI validation on.
     for (cmd, want) in [
         (
-            vec!["install", "mini", &c, "-n", "apps", "--create-namespace"],
+            vec![
+                "install",
+                "mini",
+                &c,
+                "-n",
+                "apps",
+                "--create-namespace",
+                "--wait",
+                "--timeout=60s",
+            ],
             "hello",
         ),
         (
