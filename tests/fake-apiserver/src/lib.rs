@@ -90,7 +90,7 @@ use server::{ResponseBody, Shared, State, lock};
 pub struct Stats {
     /// Every request, discovery and health checks included.
     pub total: u64,
-    /// Discovery requests (`/api`, `/apis`, group versions, `/version`).
+    /// Discovery requests (`/api`, `/apis`, group versions, `/version`, `/openapi/v3…`).
     pub discovery: u64,
     pub get: u64,
     pub list: u64,

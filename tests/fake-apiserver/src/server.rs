@@ -1140,7 +1140,7 @@ fn allocate_service_ip(st: &State, res: &Resource, obj: &mut Value) {
 }
 
 /// An update that leaves out a Service's allocated cluster IP keeps it (the service registry's
-/// `patchAllocatedValues`), as `kubectl replace` and helm's PUTs rely on.
+/// `patchAllocatedValues`), as `kubectl replace` and `helm upgrade --force` rely on.
 fn keep_allocated_values(res: &Resource, live: &Value, new: &mut Value) {
     if !(res.group.is_empty() && res.plural == "services") {
         return;
