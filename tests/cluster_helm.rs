@@ -71,20 +71,6 @@ fn ok(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// helm writes release Secrets as protobuf, which the fake apiserver does
-/// not decode yet; such a test skips with this reason instead of failing.
-fn protobuf_unsupported(o: &Output) -> bool {
-    let err = String::from_utf8_lossy(&o.stderr);
-    if !o.status.success() && err.contains("couldn't get version/kind; json parse error") {
-        eprintln!(
-            "skipped: the fake apiserver cannot decode helm's protobuf Secret writes yet: {}",
-            err.trim()
-        );
-        return true;
-    }
-    false
-}
-
 fn antiopa() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_antiopa"))
 }
@@ -171,38 +157,24 @@ async fn antiopa_upgrades_a_release_helm_installed_against_fake_apiserver() {
     let dir = tempfile::tempdir().unwrap();
     let chart = app_chart(dir.path());
     let c = chart.display().to_string();
-    // helm validates a --create-namespace Namespace against the OpenAPI
-    // document the fake does not serve, so the namespace is made here.
-    let ns = k8s_openapi::api::core::v1::Namespace {
-        metadata: kube::api::ObjectMeta {
-            name: Some("apps".into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(s.fake.client())
-        .create(&Default::default(), &ns)
-        .await
-        .unwrap();
-    let out = run(
+    // helm creates the namespace, validates through the fake's OpenAPI v3
+    // document, and writes its release Secret in protobuf.
+    ok(&run(
         helm.clone(),
         args(
-            &[
-                "install",
-                "web",
-                &c,
-                "-n",
-                "apps",
-                "--disable-openapi-validation",
-            ],
+            &["install", "web", &c, "-n", "apps", "--create-namespace"],
             &s.kubeconfig,
         ),
     )
-    .await;
-    if protobuf_unsupported(&out) {
-        return;
-    }
-    ok(&out);
+    .await);
+    let ns = s.fake.get("v1/namespaces", None, "apps").unwrap();
+    assert_eq!(ns["metadata"]["managedFields"][0]["manager"], "helm");
+    let v1 = s
+        .fake
+        .get("v1/secrets", Some("apps"), "sh.helm.release.v1.web.v1")
+        .unwrap();
+    assert_eq!(v1["type"], "helm.sh/release.v1");
+    assert_eq!(v1["metadata"]["labels"]["owner"], "helm");
 
     // The codec reads helm's record.
     let cluster = Cluster::from_client(s.fake.client(), RateLimit::default());
@@ -215,7 +187,8 @@ async fn antiopa_upgrades_a_release_helm_installed_against_fake_apiserver() {
             .contains("# Source: app/templates/deploy.yaml")
     );
 
-    // antiopa takes the release over (helm's fields are adopted) and upgrades it.
+    // antiopa takes the release over (helm's fields are adopted) and upgrades
+    // it in place.
     let out = ok(&run(
         antiopa(),
         args(
@@ -244,6 +217,11 @@ async fn antiopa_upgrades_a_release_helm_installed_against_fake_apiserver() {
             .get("v1/configmaps", Some("apps"), "web-extra")
             .is_none()
     );
+    let v1 = s
+        .fake
+        .get("v1/secrets", Some("apps"), "sh.helm.release.v1.web.v1")
+        .unwrap();
+    assert_eq!(v1["metadata"]["labels"]["status"], "superseded");
 
     let list = ok(&run(
         helm.clone(),
@@ -254,18 +232,43 @@ async fn antiopa_upgrades_a_release_helm_installed_against_fake_apiserver() {
     assert_eq!(list[0]["revision"], "2");
     assert_eq!(list[0]["status"], "deployed");
 
-    // And helm can upgrade it again after us.
+    let hist = ok(&run(
+        helm.clone(),
+        args(&["history", "web", "-n", "apps"], &s.kubeconfig),
+    )
+    .await);
+    let lines: Vec<&str> = hist.lines().collect();
+    assert_eq!(lines.len(), 3, "{hist}");
+    assert!(
+        lines[1].starts_with("1 ")
+            && lines[1].contains("superseded")
+            && lines[1].contains("Install complete"),
+        "{hist}"
+    );
+    assert!(
+        lines[2].starts_with("2 ")
+            && lines[2].contains("deployed")
+            && lines[2].contains("Upgrade complete"),
+        "{hist}"
+    );
+
+    let ours = release::history(&cluster, "web", "apps").await.unwrap();
+    let manifest = ok(&run(
+        helm.clone(),
+        args(&["get", "manifest", "web", "-n", "apps"], &s.kubeconfig),
+    )
+    .await);
+    // helm prints the stored manifest and a newline.
+    assert_eq!(manifest, format!("{}\n", ours[1].manifest));
+    assert!(manifest.contains("replicas: 3"), "{manifest}");
+
+    // helm upgrades it again on top of ours (revision 3): its three-way
+    // patch starts from our manifest. (Without new values helm would reuse
+    // the user-supplied values we stored, replicas=3 and extra=false.)
     ok(&run(
-        helm,
+        helm.clone(),
         args(
-            &[
-                "upgrade",
-                "web",
-                &c,
-                "-n",
-                "apps",
-                "--disable-openapi-validation",
-            ],
+            &["upgrade", "web", &c, "-n", "apps", "--set", "replicas=2"],
             &s.kubeconfig,
         ),
     )
@@ -275,6 +278,51 @@ async fn antiopa_upgrades_a_release_helm_installed_against_fake_apiserver() {
     assert_eq!(
         st,
         [Status::Superseded, Status::Superseded, Status::Deployed]
+    );
+    let d = s
+        .fake
+        .get("apps/v1/deployments", Some("apps"), "web")
+        .unwrap();
+    assert_eq!(d["spec"]["replicas"], 2);
+    assert!(
+        s.fake
+            .get("v1/configmaps", Some("apps"), "web-extra")
+            .is_some()
+    );
+
+    // And helm uninstalls it: release records and objects go, the
+    // `helm.sh/resource-policy: keep` ConfigMap stays.
+    let out = ok(&run(
+        helm,
+        args(&["uninstall", "web", "-n", "apps"], &s.kubeconfig),
+    )
+    .await);
+    assert_eq!(
+        out.trim(),
+        "These resources were kept due to the resource policy:\n[ConfigMap] web-kept\n\nrelease \"web\" uninstalled"
+    );
+    let left: Vec<String> = s
+        .fake
+        .list("v1/secrets")
+        .iter()
+        .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_string))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    assert!(
+        s.fake
+            .get("apps/v1/deployments", Some("apps"), "web")
+            .is_none()
+    );
+    assert!(
+        s.fake
+            .get("v1/configmaps", Some("apps"), "web-kept")
+            .is_some()
+    );
+    assert!(
+        release::history(&cluster, "web", "apps")
+            .await
+            .unwrap()
+            .is_empty()
     );
 }
 

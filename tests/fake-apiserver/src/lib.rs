@@ -6,7 +6,9 @@
 //!
 //! - routing and discovery (`/api`, `/apis`, `/api/v1`, `/apis/{g}/{v}`, `/version`) driven by one
 //!   resource table ([`resources`]), with CRDs adding their served versions (Established at once);
-//!   `/openapi/v2|v3` answer 404 (use `kubectl --validate=false`);
+//!   `/openapi/v3` lists every group version with its PATCH operations' `fieldValidation`
+//!   parameter, so kubectl and helm leave validation to the server as with a real 1.32 server
+//!   ([`openapi`]; no schemas, `/openapi/v2` answers 404);
 //! - objects with `uid`, `creationTimestamp`, `generation` and a `resourceVersion` from one global
 //!   counter; a write that changes nothing bumps nothing and emits no event;
 //! - LIST with label and field selectors, WATCH from a resourceVersion (410 Expired below the
@@ -22,13 +24,20 @@
 //!   merge / strategic merge / JSON patch) take ownership as `Update` managers;
 //! - DELETE with propagation policies, finalizers, preconditions, and an instant garbage collector
 //!   (dependents whose owners are all gone are deleted; namespaces take their contents with them);
+//! - request bodies in JSON, YAML, or Kubernetes protobuf (`k8s\0` + `runtime.Unknown`) for
+//!   Secret, ConfigMap, Namespace, Service, ServiceAccount, the RBAC kinds and DeleteOptions
+//!   ([`protobuf`]), which client-go's typed clients send (helm's release store,
+//!   `kubectl create secret|configmap|role|…`);
+//! - Service cluster IPs allocated from 10.96.0.0/12 on create and kept by updates that leave
+//!   them out (helm's `--wait` needs them);
 //! - `Status` error bodies (404, 409 AlreadyExists/Conflict, 410, 415, 422 Invalid), Secrets with
 //!   `stringData`, immutable `type`/`immutable`, and the 1 MiB size limit.
 //!
 //! Use it in-process with [`FakeApiServer::client`] (a `kube::Client` over a `tower::Service`, no
 //! network) or over plain HTTP with [`FakeApiServer::serve`] plus [`FakeApiServer::write_kubeconfig`]
 //! for real `kubectl`/`helm`. [`FakeApiServer::stats`] counts requests per verb;
-//! [`FakeApiServer::inject`] fails, delays, or deletes-before the next matching requests.
+//! [`FakeApiServer::inject`] fails, delays, or deletes-before the next matching requests. Setting
+//! `FAKE_APISERVER_LOG` logs each request's method, URI and media types to stderr.
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -44,13 +53,17 @@
 //! [`FakeApiServer::clear_faults`].
 //!
 //! Known simplifications: one stored version per resource (no conversion), no admission, no
-//! protobuf or Table output, no aggregated discovery (clients fall back to the legacy endpoints),
-//! LIST ignores `limit`/`continue`, only the built-in list/map types in [`schema`] are typed (CRD
-//! schemas' `x-kubernetes-list-type` is not read), Update managers are not capped at 10, no
-//! kubectl client-side-apply annotation handling, and the garbage collector runs synchronously.
+//! protobuf or Table output (protobuf *input* is decoded only for the kinds [`protobuf`]
+//! declares; others get 415), no aggregated discovery (clients fall back to the legacy
+//! endpoints), LIST ignores `limit`/`continue`, only the built-in list/map types in [`schema`]
+//! are typed (CRD schemas' `x-kubernetes-list-type` is not read), Update managers are not
+//! capped at 10, no kubectl client-side-apply annotation handling, and the garbage collector
+//! runs synchronously.
 
 pub mod fieldset;
+pub mod openapi;
 pub mod patch;
+pub mod protobuf;
 pub mod resources;
 pub mod schema;
 pub mod selector;
@@ -77,7 +90,7 @@ use server::{ResponseBody, Shared, State, lock};
 pub struct Stats {
     /// Every request, discovery and health checks included.
     pub total: u64,
-    /// Discovery requests (`/api`, `/apis`, group versions, `/version`).
+    /// Discovery requests (`/api`, `/apis`, group versions, `/version`, `/openapi/v3…`).
     pub discovery: u64,
     pub get: u64,
     pub list: u64,

@@ -1,5 +1,7 @@
 //! `fake-apiserver` binary: serves the in-memory API server over plain HTTP, prints the bound
 //! address (one line on stdout), optionally writes a kubeconfig for it, and runs until killed.
+//! With `FAKE_APISERVER_LOG` set, every request's method, URI, `Content-Type`, `Accept` and user
+//! agent go to stderr (how helm's protobuf release writes were found).
 
 use std::io::Write;
 use std::path::PathBuf;

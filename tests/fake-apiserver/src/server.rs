@@ -20,7 +20,9 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::fieldset::{FieldSet, PathElement};
+use crate::openapi;
 use crate::patch;
+use crate::protobuf;
 use crate::resources::{self, Resource};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::ssa::{self, ApplyError, Manager, Schema};
@@ -435,6 +437,7 @@ impl State {
             obj["metadata"]["generation"] = json!(1);
         }
         on_create_hook(res, &mut obj);
+        allocate_service_ip(self, res, &mut obj);
         if dry_run {
             return Ok(obj);
         }
@@ -492,6 +495,7 @@ impl State {
         }
         new["apiVersion"] = json!(res.api_version());
         new["kind"] = json!(res.kind);
+        keep_allocated_values(res, live, &mut new);
         normalize(res, &mut new)?;
         validate(res, Some(live), &new, name)?;
         let live_managers = managers_of(live);
@@ -1091,6 +1095,71 @@ fn on_create_hook(res: &Resource, obj: &mut Value) {
     }
 }
 
+/// The Service IP allocator (the service registry's create path): a Service that gets a cluster
+/// IP and asks for none gets the lowest free address of 10.96.0.0/12 after 10.96.0.1 (the
+/// `kubernetes` Service's), with `clusterIPs`, `ipFamilies` and `ipFamilyPolicy` to match. As on a
+/// real server the allocation runs after field tracking, so no manager owns these fields. helm's
+/// `--wait` counts a ClusterIP Service without an IP as not ready.
+fn allocate_service_ip(st: &State, res: &Resource, obj: &mut Value) {
+    if !(res.group.is_empty() && res.plural == "services") {
+        return;
+    }
+    if obj["spec"]["type"].as_str() == Some("ExternalName") {
+        return;
+    }
+    let ip = match obj["spec"]["clusterIP"].as_str() {
+        Some(ip) if !ip.is_empty() => ip.to_string(),
+        _ => {
+            let used: std::collections::BTreeSet<String> = st
+                .objects
+                .get(&res.key())
+                .into_iter()
+                .flat_map(|m| m.values())
+                .filter_map(|o| o["spec"]["clusterIP"].as_str().map(str::to_string))
+                .collect();
+            let base = u32::from(std::net::Ipv4Addr::new(10, 96, 0, 2));
+            let last = u32::from(std::net::Ipv4Addr::new(10, 111, 255, 254));
+            let Some(ip) = (base..=last)
+                .map(|n| std::net::Ipv4Addr::from(n).to_string())
+                .find(|ip| !used.contains(ip))
+            else {
+                return;
+            };
+            ip
+        }
+    };
+    let Some(spec) = object_at(obj, "spec") else {
+        return;
+    };
+    spec.insert("clusterIP".to_string(), json!(ip));
+    spec.insert("clusterIPs".to_string(), json!([ip]));
+    spec.entry("ipFamilies".to_string())
+        .or_insert_with(|| json!(["IPv4"]));
+    spec.entry("ipFamilyPolicy".to_string())
+        .or_insert_with(|| json!("SingleStack"));
+}
+
+/// An update that leaves out a Service's allocated cluster IP keeps it (the service registry's
+/// `patchAllocatedValues`), as `kubectl replace` and `helm upgrade --force` rely on.
+fn keep_allocated_values(res: &Resource, live: &Value, new: &mut Value) {
+    if !(res.group.is_empty() && res.plural == "services") {
+        return;
+    }
+    if new["spec"]["type"].as_str() == Some("ExternalName") {
+        return;
+    }
+    let unset = |v: &Value| v.as_str().is_none_or(str::is_empty);
+    if unset(&new["spec"]["clusterIP"])
+        && !unset(&live["spec"]["clusterIP"])
+        && let Some(spec) = object_at(new, "spec")
+    {
+        spec.insert("clusterIP".to_string(), live["spec"]["clusterIP"].clone());
+        if !live["spec"]["clusterIPs"].is_null() {
+            spec.insert("clusterIPs".to_string(), live["spec"]["clusterIPs"].clone());
+        }
+    }
+}
+
 /// A parsed request URL.
 struct Route {
     group: String,
@@ -1284,6 +1353,17 @@ pub async fn handle(shared: Shared, req: Request<Bytes>) -> Response<ResponseBod
         .trim()
         .to_string();
 
+    if std::env::var_os("FAKE_APISERVER_LOG").is_some() {
+        // A request log for finding out what a client really sends (method, path, media types).
+        eprintln!(
+            "fake-apiserver: {} {} content-type={:?} accept={:?} ua={:?}",
+            parts.method,
+            parts.uri,
+            parts.headers.get("content-type"),
+            parts.headers.get("accept"),
+            user_agent
+        );
+    }
     let (route, res, verb, fault) = {
         let mut st = lock(&shared);
         st.stats.total += 1;
@@ -1292,6 +1372,22 @@ pub async fn handle(shared: Shared, req: Request<Bytes>) -> Response<ResponseBod
                 .header("content-type", "text/plain")
                 .body(Full::new(Bytes::from_static(b"ok")).boxed_unsync())
                 .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed_unsync()));
+        }
+        if parts.method == Method::GET && segs.starts_with(&["openapi", "v3"]) {
+            st.stats.discovery += 1;
+            let doc = match &segs[2..] {
+                [] => Some(openapi::root(&st.resources)),
+                rest => openapi::group_version(&st.resources, &rest.join("/")),
+            };
+            return match doc {
+                Some(d) => json_response(200, &d),
+                None => status(
+                    404,
+                    "NotFound",
+                    "the server could not find the requested resource",
+                    Some(json!({})),
+                ),
+            };
         }
         if parts.method == Method::GET
             && let Some(v) = discovery(&st, &segs)
@@ -1363,6 +1459,19 @@ pub async fn handle(shared: Shared, req: Request<Bytes>) -> Response<ResponseBod
         }
     }
 
+    if !accepts_json(parts.headers.get("accept").and_then(|v| v.to_str().ok())) {
+        // The fake writes JSON only. client-go's typed clients ask for
+        // `application/vnd.kubernetes.protobuf,application/json` and get JSON; a client that
+        // takes protobuf alone gets negotiation.NewNotAcceptableError, as from a real server for
+        // a media type it cannot produce.
+        return status(
+            406,
+            "NotAcceptable",
+            "only the following media types are accepted: application/json",
+            None,
+        );
+    }
+
     if res.namespaced && route.ns.is_empty() && !matches!(verb, "list" | "watch") {
         return status(
             404,
@@ -1423,7 +1532,7 @@ pub async fn handle(shared: Shared, req: Request<Bytes>) -> Response<ResponseBod
         "list" => list(&shared, &res, &route.ns, &q, meta_only),
         "watch" => watch(&shared, &res, &route.ns, &q, meta_only),
         "create" => {
-            let obj = match parse_body(&body, &content_type) {
+            let obj = match parse_body(&body, &content_type, &res) {
                 Ok(v) => v,
                 Err(r) => return r,
             };
@@ -1434,7 +1543,7 @@ pub async fn handle(shared: Shared, req: Request<Bytes>) -> Response<ResponseBod
             }
         }
         "update" => {
-            let obj = match parse_body(&body, &content_type) {
+            let obj = match parse_body(&body, &content_type, &res) {
                 Ok(v) => v,
                 Err(r) => return r,
             };
@@ -1456,12 +1565,12 @@ pub async fn handle(shared: Shared, req: Request<Bytes>) -> Response<ResponseBod
             )
         }
         "delete" => {
-            let opts = delete_options(&body, &q);
+            let opts = delete_options(&body, &content_type, &q);
             let mut st = lock(&shared);
             delete(&mut st, &res, &route, &opts, dry_run)
         }
         "deletecollection" => {
-            let opts = delete_options(&body, &q);
+            let opts = delete_options(&body, &content_type, &q);
             let mut st = lock(&shared);
             let (ls, fs) = match selectors(&q) {
                 Ok(s) => s,
@@ -1538,7 +1647,51 @@ fn with_version(o: &Value, res: &Resource) -> Value {
     o
 }
 
-fn parse_body(body: &Bytes, content_type: &str) -> Result<Value, Response<ResponseBody>> {
+/// Decodes a create/update body by its media type (JSON, YAML, or Kubernetes protobuf for the
+/// kinds [`protobuf`] declares), with the real apiserver's errors: 415 for a media type the
+/// resource does not take, 400 for a body that does not decode.
+fn parse_body(
+    body: &Bytes,
+    content_type: &str,
+    res: &Resource,
+) -> Result<Value, Response<ResponseBody>> {
+    if content_type == protobuf::MEDIA_TYPE {
+        return match protobuf::decode(body, &res.api_version(), &res.kind) {
+            Ok(v) => Ok(v),
+            // negotiation.NewUnsupportedMediaTypeError, as for a resource that does not serve
+            // protobuf: the fake takes JSON and YAML for every kind.
+            Err(protobuf::DecodeError::Unsupported(..)) => Err(unsupported_media_type(&[
+                "application/json",
+                "application/yaml",
+            ])),
+            // handlers.transformDecodeError
+            Err(protobuf::DecodeError::Malformed { gvk, message }) => Err(status(
+                400,
+                "BadRequest",
+                &match gvk {
+                    Some((version, kind)) => format!(
+                        "{kind} in version {version:?} cannot be handled as a {}: {message}",
+                        res.kind
+                    ),
+                    None => format!(
+                        "the object provided is unrecognized (must be of type {}): {message}",
+                        res.kind
+                    ),
+                },
+                None,
+            )),
+        };
+    }
+    if !matches!(
+        content_type,
+        "application/json" | "application/yaml" | "*/*" | ""
+    ) {
+        return Err(unsupported_media_type(&[
+            "application/json",
+            "application/yaml",
+            protobuf::MEDIA_TYPE,
+        ]));
+    }
     if let Ok(v) = serde_json::from_slice::<Value>(body) {
         return Ok(v);
     }
@@ -1558,6 +1711,30 @@ fn parse_body(body: &Bytes, content_type: &str) -> Result<Value, Response<Respon
         &format!("couldn't get version/kind; json parse error: {err}"),
         None,
     ))
+}
+
+/// Whether an `Accept` header lets the fake answer in JSON (no header means anything).
+fn accepts_json(accept: Option<&str>) -> bool {
+    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
+        return true;
+    };
+    accept.split(',').any(|range| {
+        let media = range.split(';').next().unwrap_or_default().trim();
+        matches!(media, "application/json" | "application/*" | "*/*")
+    })
+}
+
+/// 415 UnsupportedMediaType (`negotiation.NewUnsupportedMediaTypeError`).
+fn unsupported_media_type(accepted: &[&str]) -> Response<ResponseBody> {
+    status(
+        415,
+        "UnsupportedMediaType",
+        &format!(
+            "the body of the request was in an unknown format - accepted media types include: {}",
+            accepted.join(", ")
+        ),
+        None,
+    )
 }
 
 fn selectors(
@@ -2211,6 +2388,7 @@ fn apply_req(
             obj["metadata"]["generation"] = json!(1);
         }
         on_create_hook(res, &mut obj);
+        allocate_service_ip(st, res, &mut obj);
         if dry_run {
             return json_response(201, &obj);
         }
@@ -2294,8 +2472,14 @@ fn apply_req(
     }
 }
 
-fn delete_options(body: &Bytes, q: &BTreeMap<String, String>) -> Value {
-    let mut opts: Value = serde_json::from_slice(body).unwrap_or_else(|_| json!({}));
+fn delete_options(body: &Bytes, content_type: &str, q: &BTreeMap<String, String>) -> Value {
+    // client-go's typed clients send DeleteOptions in protobuf.
+    let decoded = if content_type == protobuf::MEDIA_TYPE {
+        protobuf::decode(body, "v1", "DeleteOptions").ok()
+    } else {
+        serde_json::from_slice(body).ok()
+    };
+    let mut opts: Value = decoded.unwrap_or_else(|| json!({}));
     if !opts.is_object() {
         opts = json!({});
     }
@@ -2453,7 +2637,7 @@ fn scale(
     let view = scale_view(&live);
     let new_view = match verb {
         "get" => return json_response(200, &view),
-        "update" => match parse_body(body, content_type) {
+        "update" => match parse_body(body, content_type, res) {
             Ok(v) => v,
             Err(r) => return r,
         },

@@ -854,3 +854,93 @@ async fn list_map_item_without_key_against_fake_apiserver() {
         "{st}"
     );
 }
+
+#[tokio::test]
+async fn services_get_cluster_ips_against_fake_apiserver() {
+    let s = FakeApiServer::new();
+    let svc = |name: &str, spec: serde_json::Value| {
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": spec})
+            .to_string()
+    };
+    let uri = "/api/v1/namespaces/default/services";
+    let ports = json!([{"port": 80}]);
+    let (code, a) = call(
+        &s,
+        "POST",
+        uri,
+        "application/json",
+        &svc("a", json!({"ports": ports})),
+    )
+    .await;
+    assert_eq!(code, 201, "{a}");
+    assert_eq!(a["spec"]["clusterIP"], "10.96.0.2");
+    assert_eq!(a["spec"]["clusterIPs"], json!(["10.96.0.2"]));
+    assert_eq!(a["spec"]["ipFamilies"], json!(["IPv4"]));
+    assert_eq!(a["spec"]["ipFamilyPolicy"], "SingleStack");
+    // The allocation belongs to no manager.
+    let owned = a["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"].clone();
+    assert!(owned.get("f:clusterIP").is_none(), "{owned}");
+
+    // Created by server-side apply: the next free address.
+    let (code, b) = apply(
+        &s,
+        &format!("{uri}/b"),
+        "antiopa",
+        false,
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: b\nspec:\n  ports:\n  - port: 80\n",
+    )
+    .await;
+    assert_eq!(code, 201, "{b}");
+    assert_eq!(b["spec"]["clusterIP"], "10.96.0.3");
+    let (code, b) = apply(
+        &s,
+        &format!("{uri}/b"),
+        "antiopa",
+        false,
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: b\nspec:\n  ports:\n  - port: 81\n",
+    )
+    .await;
+    assert_eq!(code, 200, "{b}");
+    assert_eq!(b["spec"]["clusterIP"], "10.96.0.3");
+
+    let (_, headless) = call(
+        &s,
+        "POST",
+        uri,
+        "application/json",
+        &svc("h", json!({"clusterIP": "None", "ports": ports})),
+    )
+    .await;
+    assert_eq!(headless["spec"]["clusterIPs"], json!(["None"]));
+    let (_, ext) = call(
+        &s,
+        "POST",
+        uri,
+        "application/json",
+        &svc(
+            "e",
+            json!({"type": "ExternalName", "externalName": "example.com"}),
+        ),
+    )
+    .await;
+    assert!(ext["spec"].get("clusterIP").is_none(), "{ext}");
+
+    // A PUT that leaves the IP out keeps it.
+    let mut put = a.clone();
+    put["spec"].as_object_mut().unwrap().remove("clusterIP");
+    put["spec"].as_object_mut().unwrap().remove("clusterIPs");
+    let (code, a2) = call(
+        &s,
+        "PUT",
+        &format!("{uri}/a"),
+        "application/json",
+        &put.to_string(),
+    )
+    .await;
+    assert_eq!(code, 200, "{a2}");
+    assert_eq!(a2["spec"]["clusterIP"], "10.96.0.2");
+    assert_eq!(
+        a2["metadata"]["resourceVersion"],
+        a["metadata"]["resourceVersion"]
+    );
+}

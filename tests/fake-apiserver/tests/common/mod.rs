@@ -29,6 +29,31 @@ pub async fn call(
     (code, v)
 }
 
+/// One request with a raw body and an optional `Accept` header: (status code, parsed JSON
+/// body).
+pub async fn call_bytes(
+    s: &FakeApiServer,
+    method: &str,
+    uri: &str,
+    content_type: &str,
+    accept: Option<&str>,
+    body: Vec<u8>,
+) -> (u16, Value) {
+    let mut req = http::Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("content-type", content_type);
+    if let Some(a) = accept {
+        req = req.header("accept", a);
+    }
+    let req = req.body(kube::client::Body::from(body)).expect("request");
+    let resp = s.service().oneshot(req).await.expect("infallible");
+    let code = resp.status().as_u16();
+    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+    let v = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (code, v)
+}
+
 /// Server-side apply of a YAML (or JSON) body as `manager`.
 pub async fn apply(
     s: &FakeApiServer,
