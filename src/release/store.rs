@@ -54,7 +54,7 @@ pub enum StoreError {
         version: i64,
         size: usize,
     },
-    #[error("{what} release secret {key:?}: {source}")]
+    #[error("{what} release secret {key:?}: {}", crate::cluster::error_text(.source))]
     Api {
         what: &'static str,
         key: String,
@@ -100,13 +100,16 @@ impl Store {
     /// `owner=helm,name=<name>`; undecodable records are skipped with a log
     /// line, as helm does).
     pub async fn history(&self, name: &str) -> Result<Vec<Stored>, StoreError> {
-        self.cluster.throttle().await;
         let lp = ListParams::default().labels(&format!("owner=helm,name={name}"));
-        let list = self.api.list(&lp).await.map_err(|source| StoreError::Api {
-            what: "list",
-            key: format!("owner=helm,name={name}"),
-            source,
-        })?;
+        let list = self
+            .cluster
+            .request(self.api.list(&lp))
+            .await
+            .map_err(|source| StoreError::Api {
+                what: "list",
+                key: format!("owner=helm,name={name}"),
+                source,
+            })?;
         let mut out = Vec::new();
         for s in list.items {
             let key = s.metadata.name.clone().unwrap_or_default();
@@ -191,9 +194,8 @@ impl Store {
     /// operations raced for the same revision).
     pub async fn create(&self, rel: &Release, holder: Option<&str>) -> Result<(), StoreError> {
         let s = self.secret(rel, "createdAt", holder)?;
-        self.cluster.throttle().await;
-        self.api
-            .create(&PostParams::default(), &s)
+        self.cluster
+            .request(self.api.create(&PostParams::default(), &s))
             .await
             .map_err(|source| StoreError::Api {
                 what: "create",
@@ -208,9 +210,8 @@ impl Store {
     pub async fn update(&self, rel: &Release, holder: Option<&str>) -> Result<(), StoreError> {
         let s = self.secret(rel, "modifiedAt", holder)?;
         let key = secret_name(&rel.name, rel.version);
-        self.cluster.throttle().await;
-        self.api
-            .replace(&key, &PostParams::default(), &s)
+        self.cluster
+            .request(self.api.replace(&key, &PostParams::default(), &s))
             .await
             .map_err(|source| StoreError::Api {
                 what: "update",
@@ -223,8 +224,11 @@ impl Store {
     /// Delete a revision; a missing one is fine.
     pub async fn delete(&self, name: &str, version: i64) -> Result<(), StoreError> {
         let key = secret_name(name, version);
-        self.cluster.throttle().await;
-        match self.api.delete(&key, &DeleteParams::default()).await {
+        match self
+            .cluster
+            .request(self.api.delete(&key, &DeleteParams::default()))
+            .await
+        {
             Ok(_) => Ok(()),
             Err(e) if is_not_found(&e) => Ok(()),
             Err(source) => Err(StoreError::Api {
