@@ -36,6 +36,10 @@ const SYSTEM_LABELS: &[&str] = &[
 /// lets a later run see that the holder died.
 pub const HOLDER_ANNOTATION: &str = "antiopa.flant.com/operation-holder";
 
+/// Annotation with a random id per record creation, so a retried create
+/// can recognise its own earlier attempt.
+pub const OPERATION_ANNOTATION: &str = "antiopa.flant.com/operation-id";
+
 /// Storage errors.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -191,18 +195,42 @@ impl Store {
     }
 
     /// `Secrets.Create`: a new revision; an existing one is an error (two
-    /// operations raced for the same revision).
+    /// operations raced for the same revision) — unless it is this very
+    /// write: kube's client retries a POST answered 429/503/504, and when
+    /// the first attempt was carried out after all, the retry meets our own
+    /// record. An operation id annotation tells the two apart.
     pub async fn create(&self, rel: &Release, holder: Option<&str>) -> Result<(), StoreError> {
-        let s = self.secret(rel, "createdAt", holder)?;
-        self.cluster
+        let mut s = self.secret(rel, "createdAt", holder)?;
+        let op = uuid::Uuid::new_v4().to_string();
+        s.metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert(OPERATION_ANNOTATION.into(), op.clone());
+        let key = secret_name(&rel.name, rel.version);
+        let err = match self
+            .cluster
             .request(self.api.create(&PostParams::default(), &s))
             .await
-            .map_err(|source| StoreError::Api {
-                what: "create",
-                key: secret_name(&rel.name, rel.version),
-                source,
-            })?;
-        Ok(())
+        {
+            Ok(_) => return Ok(()),
+            Err(e) => e,
+        };
+        if crate::cluster::api_status(&err) == Some(409)
+            && let Ok(Some(existing)) = self.cluster.request(self.api.get_opt(&key)).await
+            && existing
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(OPERATION_ANNOTATION))
+                == Some(&op)
+        {
+            return Ok(());
+        }
+        Err(StoreError::Api {
+            what: "create",
+            key,
+            source: err,
+        })
     }
 
     /// `Secrets.Update`: replace a revision whole (helm's unconditional
