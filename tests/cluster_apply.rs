@@ -840,3 +840,56 @@ async fn failing_hook_fails_the_release_against_fake_apiserver() {
     assert_eq!(rel.status(), Status::Failed);
     assert!(fake.get("v1/pods", Some("apps"), "check").is_some());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hook_waits_retry_server_errors_but_report_other_failures_against_fake_apiserver() {
+    let env = env().await;
+    let fake = fake_only!(env);
+    let dir = tempfile::tempdir().unwrap();
+    let chart = write_chart(
+        dir.path(),
+        "hooked",
+        "",
+        &[(
+            "pod.yaml",
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: check\n  annotations:\n    helm.sh/hook: pre-install,pre-upgrade\nspec:\n  containers:\n  - name: c\n    image: busybox\n",
+        )],
+    );
+    // Play the kubelet: the Pod succeeds once it exists.
+    let client = env.cluster.client().clone();
+    let f2 = fake.clone();
+    let kubelet = tokio::spawn(async move {
+        let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client, "apps");
+        for _ in 0..400 {
+            if f2.get("v1/pods", Some("apps"), "check").is_some() {
+                let st = serde_json::json!({"status": {"phase": "Succeeded"}});
+                pods.patch_status("check", &PatchParams::default(), &Patch::Merge(st))
+                    .await
+                    .unwrap();
+                return true;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        false
+    });
+    let mut req = request("hooked", "apps", render("hooked", &chart, "apps", &[], &[]));
+    req.hook_timeout = std::time::Duration::from_secs(10);
+    // Reads of the Pod answered 503 twice: the waits ask again.
+    fake.inject(Fault::fail("get", "pods", 503).times(2));
+    let (r, _) = install(&env, &req).await;
+    r.unwrap();
+    assert!(kubelet.await.unwrap());
+
+    // A 403 is not worth waiting for: the hook fails at once, with it.
+    fake.inject(Fault::fail("get", "pods", 403));
+    let started = std::time::Instant::now();
+    let mut req = req;
+    req.rendered.hooks[0].content.push_str("\n# changed\n");
+    let (r, _) = install(&env, &req).await;
+    let e = r.unwrap_err().to_string();
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(
+        e,
+        "get Pod apps/check: injected fault: get pods failed with 403 (403 Forbidden)"
+    );
+}

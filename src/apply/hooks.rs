@@ -169,10 +169,10 @@ async fn poll(
 ) -> Result<Result<Option<Json>, ApplyError>, ApplyError> {
     match get(cluster, r, o).await {
         Ok(v) => Ok(Ok(v)),
-        Err(e @ ApplyError::Api { .. }) if matches!(&e, ApplyError::Api { source, .. } if is_transient(source)) => {
-            Ok(Err(e))
+        Err(e) => {
+            let transient = matches!(&e, ApplyError::Api { source, .. } if is_transient(source));
+            if transient { Ok(Err(e)) } else { Err(e) }
         }
-        Err(e) => Err(e),
     }
 }
 
