@@ -883,7 +883,6 @@ async fn hook_waits_retry_server_errors_but_report_other_failures_against_fake_a
     // A 403 is not worth waiting for: the hook fails at once, with it.
     fake.inject(Fault::fail("get", "pods", 403));
     let started = std::time::Instant::now();
-    let mut req = req;
     req.rendered.hooks[0].content.push_str("\n# changed\n");
     let (r, _) = install(&env, &req).await;
     let e = r.unwrap_err().to_string();
