@@ -224,3 +224,48 @@ async fn request_timeout_fails_a_hung_write_and_the_next_apply_completes_it_agai
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_errors_are_retried_a_bounded_number_of_times_against_fake_apiserver() {
+    let s = serve().await;
+    let dir = tempfile::tempdir().unwrap();
+    let chart = app_chart(dir.path());
+    let c = chart.display().to_string();
+    ok(&run(
+        antiopa(),
+        &["apply", "web", &c, "-n", "apps", "--create-namespace"],
+        &s.kubeconfig,
+    )
+    .await);
+    let history = ["history", "web", "-n", "apps"];
+
+    // Two 503s on the history LIST: the client asks again, and succeeds.
+    s.fake.inject(Fault::fail("list", "secrets", 503).times(2));
+    let out = ok(&run(antiopa(), &history, &s.kubeconfig).await);
+    assert!(out.contains("deployed"), "{out}");
+
+    // A server that keeps failing is reported after 3 retries, not hidden
+    // behind minutes of backoff.
+    s.fake.inject(Fault::fail("list", "secrets", 503).times(10));
+    s.fake.reset_stats();
+    let started = std::time::Instant::now();
+    let out = run(antiopa(), &history, &s.kubeconfig).await;
+    assert!(!out.status.success());
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(s.fake.stats().list, 4);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "list release secret \"owner=helm,name=web\": injected fault: list secrets failed with 503 (503 ServiceUnavailable)"
+        ),
+        "{err}"
+    );
+
+    // A 500 is not retried (client-go does not either without Retry-After).
+    s.fake.clear_faults();
+    s.fake.inject(Fault::fail("list", "secrets", 500));
+    s.fake.reset_stats();
+    let out = run(antiopa(), &history, &s.kubeconfig).await;
+    assert!(!out.status.success());
+    assert_eq!(s.fake.stats().list, 1);
+}

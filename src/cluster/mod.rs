@@ -165,7 +165,7 @@ impl Cluster {
                 })?,
             (None, None) => kube::Config::infer().await?,
         };
-        let client = kube::Client::try_from(config)?;
+        let client = client_with_bounded_retries(config)?;
         Ok(
             Cluster::from_client(client, opts.rate_limit.unwrap_or_default())
                 .with_request_timeout(opts.request_timeout),
@@ -173,6 +173,7 @@ impl Cluster {
     }
 
     /// Wrap an existing client (tests hand in one talking to a fake server).
+    /// It is used as it is: no retries are added.
     pub fn from_client(client: kube::Client, limit: RateLimit) -> Cluster {
         Cluster {
             client,
@@ -251,6 +252,28 @@ impl Cluster {
             .await?;
         Ok(self.discovery.cached(api_version, kind))
     }
+}
+
+/// kube's client from a config, with its retry of 429/503/504 answers
+/// bounded: kube's default policy retries every request up to 15 times
+/// with backoff growing to minutes, which hides a failing server for that
+/// long. Here: at most 3 retries, 100 ms doubling up to 1 s, or the
+/// server's `Retry-After` when longer (client-go honours it too). All
+/// requests antiopa makes survive a repeat — server-side apply, PUT and
+/// DELETE are idempotent, and a repeated record create recognises its own
+/// first attempt (release records carry an operation id) — and the
+/// retries of one request stay within its `--request-timeout`.
+fn client_with_bounded_retries(mut config: kube::Config) -> Result<kube::Client, ClusterError> {
+    use kube::client::ClientBuilder;
+    use kube::client::retry::RetryPolicy;
+    config.default_retry = false;
+    let policy = RetryPolicy::new(Duration::from_millis(100), Duration::from_secs(1), 3, true)
+        .map_err(|e| ClusterError::Client(kube::Error::Service(Box::new(e))))?;
+    Ok(ClientBuilder::try_from(config)?
+        // tower's Retry needs a cloneable service: the buffer is one.
+        .with_layer(&tower::buffer::BufferLayer::new(1024))
+        .with_layer(&tower::retry::RetryLayer::new(policy))
+        .build())
 }
 
 /// The HTTP status of a kube API error, if it was one.
