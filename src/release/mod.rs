@@ -606,15 +606,9 @@ pub async fn upgrade_install_rendered_for(
                     "Install complete".into()
                 };
                 store.update(&done, None).await?;
-                Ok::<_, ReleaseError>(done)
+                Ok::<_, ReleaseError>(())
             };
-            match finish.await {
-                Ok(done) => {
-                    rel = done;
-                    Ok(report)
-                }
-                Err(e) => Err(e),
-            }
+            finish.await.map(|()| report)
         }
         Err(e) => Err(e),
     };
