@@ -331,9 +331,237 @@ async fn server_errors_leave_a_release_the_next_apply_completes_against_fake_api
     let hist = release::history(&env.cluster, "web", "apps").await.unwrap();
     let st: Vec<Status> = hist.iter().map(|r| r.status()).collect();
     assert_eq!(st, [Status::Failed, Status::Failed, Status::Deployed]);
+    // As helm's upgrade --install: a release with history is upgraded, even
+    // when no revision of it ever deployed.
     assert_eq!(
         hist.last().unwrap().info.as_ref().unwrap().description,
-        "Install complete"
+        "Upgrade complete"
+    );
+}
+
+/// (version, status) of every revision, oldest first.
+async fn statuses(env: &Env, name: &str, ns: &str) -> Vec<(i64, Status)> {
+    release::history(&env.cluster, name, ns)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.version, r.status()))
+        .collect()
+}
+
+fn description(rel: &release::Release) -> String {
+    rel.info.as_ref().unwrap().description.clone()
+}
+
+#[tokio::test]
+async fn timed_out_write_mid_apply_fails_the_revision_and_the_next_apply_completes_it_against_fake_apiserver()
+ {
+    let env = env().await;
+    let fake = fake_only!(env);
+    let dir = tempfile::tempdir().unwrap();
+    let chart = app_chart(dir.path());
+    install(
+        &env,
+        &request("web", "apps", render("web", &chart, "apps", &[], &[])),
+    )
+    .await
+    .0
+    .unwrap();
+
+    // An upgrade with a 300 ms request timeout whose real write of the
+    // Deployment hangs (its dry run answers at once): the ConfigMap before
+    // it in install order is applied, then the Deployment's PATCH times out.
+    let cluster = env
+        .cluster
+        .clone()
+        .with_request_timeout(Some(std::time::Duration::from_millis(300)));
+    fake.inject(Fault::delay(
+        "patch",
+        "deployments",
+        std::time::Duration::ZERO,
+    ));
+    fake.inject(Fault::delay(
+        "patch",
+        "deployments",
+        std::time::Duration::from_secs(5),
+    ));
+    let req = request(
+        "web",
+        "apps",
+        render("web", &chart, "apps", &["replicas=3", "greeting=bye"], &[]),
+    );
+    let mut progress = |_: apply::Progress<'_>| {};
+    let mut log = |_: &str| {};
+    let started = std::time::Instant::now();
+    let e = release::upgrade_install(&cluster, &req, &mut progress, &mut log)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(started.elapsed() < std::time::Duration::from_secs(4));
+    let timed_out = "apply Deployment.apps apps/web: request timed out after 300ms (--request-timeout); the server may still carry it out";
+    assert_eq!(e, timed_out);
+    // helm's failRelease: the revision is recorded failed, with the error.
+    let hist = release::history(&env.cluster, "web", "apps").await.unwrap();
+    assert_eq!(
+        statuses(&env, "web", "apps").await,
+        [(1, Status::Deployed), (2, Status::Failed)]
+    );
+    assert_eq!(
+        description(&hist[1]),
+        format!("Upgrade \"web\" failed: {timed_out}")
+    );
+    let cm = get(&env, "v1", "ConfigMap", Some("apps"), "web-config")
+        .await
+        .unwrap();
+    assert_eq!(cm["data"]["a"], "bye");
+    let d = get(&env, "apps/v1", "Deployment", Some("apps"), "web")
+        .await
+        .unwrap();
+    assert_eq!(d["spec"]["replicas"], 1, "the abandoned write landed");
+
+    // The next apply (same process, same timeout, no fault) completes it.
+    let (r, _) = {
+        let mut lines = Vec::new();
+        let mut log = |l: &str| lines.push(l.to_string());
+        let r = release::upgrade_install(&cluster, &req, &mut progress, &mut log).await;
+        (r, lines)
+    };
+    let rep = deployed(&r.unwrap()).clone();
+    let configured: Vec<String> = rep.configured.iter().map(|k| k.to_string()).collect();
+    assert_eq!(configured, ["Deployment.apps apps/web"]);
+    let d = get(&env, "apps/v1", "Deployment", Some("apps"), "web")
+        .await
+        .unwrap();
+    assert_eq!(d["spec"]["replicas"], 3);
+    assert_eq!(
+        statuses(&env, "web", "apps").await,
+        [
+            (1, Status::Superseded),
+            (2, Status::Failed),
+            (3, Status::Deployed)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn timed_out_release_record_writes_keep_history_and_the_next_apply_completes_it_against_fake_apiserver()
+ {
+    let env = env().await;
+    let fake = fake_only!(env);
+    let dir = tempfile::tempdir().unwrap();
+    let chart = app_chart(dir.path());
+    let cluster = env
+        .cluster
+        .clone()
+        .with_request_timeout(Some(std::time::Duration::from_millis(300)));
+    let run = |req: release::InstallRequest| {
+        let cluster = cluster.clone();
+        async move {
+            let mut lines = Vec::new();
+            let mut progress = |_: apply::Progress<'_>| {};
+            let r = {
+                let mut log = |l: &str| lines.push(l.to_string());
+                release::upgrade_install(&cluster, &req, &mut progress, &mut log).await
+            };
+            (r.map_err(|e| e.to_string()), lines)
+        }
+    };
+    let slow = std::time::Duration::from_secs(5);
+    let req = |replicas: &str| {
+        request(
+            "web",
+            "apps",
+            render("web", &chart, "apps", &[replicas], &[]),
+        )
+    };
+    run(req("replicas=1")).await.0.unwrap();
+
+    // 1. The write marking revision 2 deployed times out, after every
+    // object was applied: revision 2 is marked failed instead.
+    fake.inject(Fault::delay("update", "secrets", slow).name("sh.helm.release.v1.web.v2"));
+    let (r, _) = run(req("replicas=2")).await;
+    assert_eq!(
+        r.unwrap_err(),
+        "update release secret \"sh.helm.release.v1.web.v2\": request timed out after 300ms (--request-timeout); the server may still carry it out"
+    );
+    assert_eq!(
+        statuses(&env, "web", "apps").await,
+        [(1, Status::Superseded), (2, Status::Failed)]
+    );
+    let d = get(&env, "apps/v1", "Deployment", Some("apps"), "web")
+        .await
+        .unwrap();
+    assert_eq!(d["spec"]["replicas"], 2);
+    // The next apply finds every object as wanted and deploys revision 3.
+    let (r, _) = run(req("replicas=2")).await;
+    assert_eq!(deployed(&r.unwrap()).unchanged.len(), 6);
+
+    // 2. Both that write and the one marking the revision failed time out:
+    // revision 4 is left pending-upgrade. This process no longer works on
+    // it, so the next apply (same process) recovers it at once.
+    fake.inject(
+        Fault::delay("update", "secrets", slow)
+            .name("sh.helm.release.v1.web.v4")
+            .times(2),
+    );
+    let (r, log) = run(req("replicas=4")).await;
+    assert!(r.unwrap_err().contains("request timed out after 300ms"));
+    assert!(
+        log.iter()
+            .any(|l| l.starts_with("warning: could not mark revision 4 failed")),
+        "{log:?}"
+    );
+    assert_eq!(
+        statuses(&env, "web", "apps").await.last(),
+        Some(&(4, Status::PendingUpgrade))
+    );
+    let (r, log) = run(req("replicas=4")).await;
+    r.unwrap();
+    assert!(
+        log.iter().any(|l| l
+            .starts_with("recovering release \"web\": revision 4 was left pending-upgrade by ")
+            && l.contains("(this process), whose operation ended; marking it failed")),
+        "{log:?}"
+    );
+
+    // 3. The create of the pending record times out: nothing is applied.
+    fake.inject(Fault::delay("create", "secrets", slow));
+    let (r, _) = run(req("replicas=6")).await;
+    assert_eq!(
+        r.unwrap_err(),
+        "create release secret \"sh.helm.release.v1.web.v6\": request timed out after 300ms (--request-timeout); the server may still carry it out"
+    );
+    let d = get(&env, "apps/v1", "Deployment", Some("apps"), "web")
+        .await
+        .unwrap();
+    assert_eq!(d["spec"]["replicas"], 4);
+
+    // 4. The history read times out: nothing is written at all.
+    let rv = fake.resource_version();
+    fake.inject(Fault::delay("list", "secrets", slow));
+    let (r, _) = run(req("replicas=6")).await;
+    assert!(
+        r.unwrap_err()
+            .starts_with("list release secret \"owner=helm,name=web\": request timed out"),
+    );
+    assert_eq!(fake.resource_version(), rv);
+
+    // Then a clean run; no revision was lost on the way.
+    let (r, _) = run(req("replicas=6")).await;
+    assert!(matches!(
+        r.unwrap(),
+        InstallOutcome::Deployed { version: 6, .. }
+    ));
+    assert_eq!(
+        statuses(&env, "web", "apps").await,
+        [
+            (1, Status::Superseded),
+            (2, Status::Failed),
+            (3, Status::Superseded),
+            (4, Status::Failed),
+            (5, Status::Superseded),
+            (6, Status::Deployed)
+        ]
     );
 }
 
@@ -378,16 +606,19 @@ async fn abandoned_pending_record_is_recovered_against_fake_apiserver() {
         ]
     );
 
-    // A fresh pending record of a live process (this one) is respected.
+    // A fresh pending record of a live process (another one) is respected.
+    let mut other = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
     rel.version = 4;
     store
-        .create(
-            &rel,
-            Some(&format!("{}/{}", host.trim(), std::process::id())),
-        )
+        .create(&rel, Some(&format!("{}/{}", host.trim(), other.id())))
         .await
         .unwrap();
     let (r, _) = install(&env, &req).await;
+    let _ = other.kill();
+    let _ = other.wait();
     let e = r.unwrap_err().to_string();
     assert!(
         e.starts_with("another operation (install/upgrade/rollback) is in progress"),
@@ -608,4 +839,56 @@ async fn failing_hook_fails_the_release_against_fake_apiserver() {
         .unwrap()[0];
     assert_eq!(rel.status(), Status::Failed);
     assert!(fake.get("v1/pods", Some("apps"), "check").is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hook_waits_retry_server_errors_but_report_other_failures_against_fake_apiserver() {
+    let env = env().await;
+    let fake = fake_only!(env);
+    let dir = tempfile::tempdir().unwrap();
+    let chart = write_chart(
+        dir.path(),
+        "hooked",
+        "",
+        &[(
+            "pod.yaml",
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: check\n  annotations:\n    helm.sh/hook: pre-install,pre-upgrade\nspec:\n  containers:\n  - name: c\n    image: busybox\n",
+        )],
+    );
+    // Play the kubelet: the Pod succeeds once it exists.
+    let client = env.cluster.client().clone();
+    let f2 = fake.clone();
+    let kubelet = tokio::spawn(async move {
+        let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client, "apps");
+        for _ in 0..400 {
+            if f2.get("v1/pods", Some("apps"), "check").is_some() {
+                let st = serde_json::json!({"status": {"phase": "Succeeded"}});
+                pods.patch_status("check", &PatchParams::default(), &Patch::Merge(st))
+                    .await
+                    .unwrap();
+                return true;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        false
+    });
+    let mut req = request("hooked", "apps", render("hooked", &chart, "apps", &[], &[]));
+    req.hook_timeout = std::time::Duration::from_secs(10);
+    // Reads of the Pod answered 503 twice: the waits ask again.
+    fake.inject(Fault::fail("get", "pods", 503).times(2));
+    let (r, _) = install(&env, &req).await;
+    r.unwrap();
+    assert!(kubelet.await.unwrap());
+
+    // A 403 is not worth waiting for: the hook fails at once, with it.
+    fake.inject(Fault::fail("get", "pods", 403));
+    let started = std::time::Instant::now();
+    req.rendered.hooks[0].content.push_str("\n# changed\n");
+    let (r, _) = install(&env, &req).await;
+    let e = r.unwrap_err().to_string();
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(
+        e,
+        "get Pod apps/check: injected fault: get pods failed with 403 (403 Forbidden)"
+    );
 }

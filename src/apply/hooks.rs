@@ -16,7 +16,7 @@ use serde_json::Value as Json;
 
 use super::objects::Object;
 use super::run::{ApplyError, ApplyOptions, api_for_object, delete_object, resolve_object};
-use crate::cluster::{Cluster, is_not_found};
+use crate::cluster::{Cluster, is_not_found, is_transient};
 
 /// One hook to run: its object, weight and policies.
 #[derive(Clone, Debug)]
@@ -83,13 +83,13 @@ pub async fn run_hooks(
         let (obj, resolved) = resolve_object(cluster, h.object.clone(), &opts.namespace).await?;
         if has(&policies, "before-hook-creation") {
             delete_object(cluster, &resolved, &obj).await?;
-            wait_gone(cluster, &resolved, &obj, timeout)
-                .await
-                .map_err(|_| HookError::Timeout {
+            if !wait_gone(cluster, &resolved, &obj, timeout).await? {
+                return Err(HookError::Timeout {
                     event: event.into(),
                     kind: obj.kind.clone(),
                     name: obj.name.clone(),
-                })?;
+                });
+            }
         }
         let started_at = chrono::Utc::now();
         super::run::apply_object(cluster, &resolved, &obj, opts, true).await?;
@@ -149,8 +149,7 @@ async fn get(
     o: &Object,
 ) -> Result<Option<Json>, ApplyError> {
     let api = api_for_object(cluster, r, o);
-    cluster.throttle().await;
-    match api.get(&o.name).await {
+    match cluster.request(api.get(&o.name)).await {
         Ok(x) => Ok(serde_json::to_value(&x).ok()),
         Err(e) if is_not_found(&e) => Ok(None),
         Err(source) => Err(ApplyError::Api {
@@ -161,23 +160,46 @@ async fn get(
     }
 }
 
+/// One poll of a wait: the object (`None`: gone), or a failed read that is
+/// worth asking again (a timeout, 429 or 5xx); other failures end the wait.
+async fn poll(
+    cluster: &Cluster,
+    r: &super::Resolved,
+    o: &Object,
+) -> Result<Result<Option<Json>, ApplyError>, ApplyError> {
+    match get(cluster, r, o).await {
+        Ok(v) => Ok(Ok(v)),
+        Err(e) => {
+            let transient = matches!(&e, ApplyError::Api { source, .. } if is_transient(source));
+            if transient { Ok(Err(e)) } else { Err(e) }
+        }
+    }
+}
+
+/// Wait until the object is gone. `Ok(false)`: still there at the
+/// deadline. A read that keeps failing transiently is retried until the
+/// deadline and then reported as the error it is, not as a timeout of the
+/// condition.
 async fn wait_gone(
     cluster: &Cluster,
     r: &super::Resolved,
     o: &Object,
     timeout: Duration,
-) -> Result<(), ()> {
+) -> Result<bool, ApplyError> {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        match get(cluster, r, o).await {
-            Ok(None) => return Ok(()),
-            Ok(Some(_)) | Err(_) if tokio::time::Instant::now() >= deadline => return Err(()),
+        let last = poll(cluster, r, o).await?;
+        match last {
+            Ok(None) => return Ok(true),
+            Ok(Some(_)) if tokio::time::Instant::now() >= deadline => return Ok(false),
+            Err(e) if tokio::time::Instant::now() >= deadline => return Err(e),
             _ => tokio::time::sleep(POLL).await,
         }
     }
 }
 
-/// `None` when ready (succeeded), else how the wait ended.
+/// `None` when ready (succeeded), else how the wait ended. Transient read
+/// failures are retried as in [`wait_gone`].
 async fn wait_ready(
     cluster: &Cluster,
     r: &super::Resolved,
@@ -189,12 +211,15 @@ async fn wait_ready(
     }
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        if let Some(live) = get(cluster, r, o).await? {
-            match readiness(&o.kind, &live) {
+        match poll(cluster, r, o).await? {
+            Ok(Some(live)) => match readiness(&o.kind, &live) {
                 Readiness::Done => return Ok(None),
                 Readiness::Failed(why) => return Ok(Some(WaitEnd::Failed(why))),
                 Readiness::Pending => {}
-            }
+            },
+            Ok(None) => {}
+            Err(e) if tokio::time::Instant::now() >= deadline => return Err(e),
+            Err(_) => {}
         }
         if tokio::time::Instant::now() >= deadline {
             return Ok(Some(WaitEnd::Timeout));

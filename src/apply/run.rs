@@ -15,7 +15,9 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams
 use serde_json::Value as Json;
 
 use super::objects::{Key, Object, to_yaml};
-use crate::cluster::{Cluster, Resolved, is_not_found, split_api_version};
+use crate::cluster::{
+    Cluster, Resolved, error_text, is_not_found, is_transient, split_api_version,
+};
 
 /// The field manager antiopa applies as.
 pub const FIELD_MANAGER: &str = "antiopa";
@@ -147,15 +149,22 @@ pub enum ApplyError {
     },
     #[error("{}", conflicts_text(.0))]
     Conflicts(Vec<Conflict>),
-    #[error("{step} {key}: {source}")]
+    #[error("{step} {key}: {}", crate::cluster::error_text(.source))]
     Api {
         step: &'static str,
         key: String,
         #[source]
         source: kube::Error,
     },
-    #[error("CustomResourceDefinition {0} did not become Established in time")]
-    CrdTimeout(String),
+    #[error(
+        "CustomResourceDefinition {name} did not become Established in time{}",
+        .last_error.as_ref().map(|e| format!(" (last error: {e})")).unwrap_or_default()
+    )]
+    CrdTimeout {
+        name: String,
+        /// The last failed read of the CRD, when the wait ended on one.
+        last_error: Option<String>,
+    },
 }
 
 fn conflicts_text(cs: &[Conflict]) -> String {
@@ -324,8 +333,7 @@ async fn read_live(
     let mut live = HashMap::new();
     for ((_, _, ns), r) in lists {
         let api = api_for(cluster, r, (!ns.is_empty()).then_some(ns.as_str()));
-        cluster.throttle().await;
-        let list = match api.list(&ListParams::default()).await {
+        let list = match cluster.request(api.list(&ListParams::default())).await {
             Ok(l) => l,
             Err(e) if is_not_found(&e) => continue,
             Err(source) => {
@@ -444,26 +452,24 @@ pub async fn plan(
         };
         if !pending {
             let api = api_for(cluster, &p.resolved, p.object.namespace.as_deref());
-            cluster.throttle().await;
-            let mut res = api
-                .patch(
+            let mut res = cluster
+                .request(api.patch(
                     &p.object.name,
                     &patch_params(opts, true, p.force),
                     &Patch::Apply(&p.object.body),
-                )
+                ))
                 .await;
             if let Err(e) = &res
                 && let Some(c) = conflict_of(&key, e)
                 && c.adoptable(&opts.adopt_from)
             {
                 p.force = true;
-                cluster.throttle().await;
-                res = api
-                    .patch(
+                res = cluster
+                    .request(api.patch(
                         &p.object.name,
                         &patch_params(opts, true, true),
                         &Patch::Apply(&p.object.body),
-                    )
+                    ))
                     .await;
             }
             match res {
@@ -571,26 +577,42 @@ async fn wait_established(
     let ar = kube::core::ApiResource::from_gvk_with_plural(&gvk, "customresourcedefinitions");
     let api: Api<DynamicObject> = Api::all_with(cluster.client().clone(), &ar);
     let deadline = tokio::time::Instant::now() + timeout;
+    // The GET is polled: a read that timed out or met a server error is
+    // asked again until the deadline, and the error is reported if the
+    // deadline passes on it; any other failure (403, …) ends the wait at
+    // once instead of hiding behind "not Established in time".
     loop {
-        cluster.throttle().await;
-        if let Ok(o) = api.get(&crd.name).await {
-            let established = o
-                .data
-                .pointer("/status/conditions")
-                .and_then(|c| c.as_array())
-                .is_some_and(|cs| {
-                    cs.iter().any(|c| {
-                        c.get("type").and_then(|t| t.as_str()) == Some("Established")
-                            && c.get("status").and_then(|s| s.as_str()) == Some("True")
-                    })
-                });
-            if established {
-                for v in &versions {
-                    cluster.discovery().invalidate(&format!("{group}/{v}"));
+        let last_error = match cluster.request(api.get(&crd.name)).await {
+            Ok(o) => {
+                let established = o
+                    .data
+                    .pointer("/status/conditions")
+                    .and_then(|c| c.as_array())
+                    .is_some_and(|cs| {
+                        cs.iter().any(|c| {
+                            c.get("type").and_then(|t| t.as_str()) == Some("Established")
+                                && c.get("status").and_then(|s| s.as_str()) == Some("True")
+                        })
+                    });
+                if established {
+                    for v in &versions {
+                        cluster.discovery().invalidate(&format!("{group}/{v}"));
+                    }
+                    return Ok(());
                 }
-                return Ok(());
+                None
             }
-        }
+            Err(e) if is_transient(&e) || is_not_found(&e) => {
+                Some(format!("get {}: {}", crd.name, error_text(&e)))
+            }
+            Err(source) => {
+                return Err(ApplyError::Api {
+                    step: "get",
+                    key: format!("CustomResourceDefinition {}", crd.name),
+                    source,
+                });
+            }
+        };
         // A server that serves the kind is as good as the condition.
         if let Some(v) = versions.first() {
             let av = format!("{group}/{v}");
@@ -600,7 +622,10 @@ async fn wait_established(
             }
         }
         if tokio::time::Instant::now() >= deadline {
-            return Err(ApplyError::CrdTimeout(crd.name.clone()));
+            return Err(ApplyError::CrdTimeout {
+                name: crd.name.clone(),
+                last_error,
+            });
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
@@ -626,13 +651,12 @@ pub async fn execute(
         }
         if p.outcome != Outcome::Unchanged && !opts.dry_run {
             let api = api_for(cluster, &p.resolved, p.object.namespace.as_deref());
-            cluster.throttle().await;
-            let res = api
-                .patch(
+            let res = cluster
+                .request(api.patch(
                     &p.object.name,
                     &patch_params(opts, false, p.force),
                     &Patch::Apply(&p.object.body),
-                )
+                ))
                 .await;
             if let Err(e) = res {
                 return Err(match conflict_of(&key, &e) {
@@ -711,22 +735,22 @@ pub async fn apply_object(
     force: bool,
 ) -> Result<(), ApplyError> {
     let api = api_for(cluster, r, o.namespace.as_deref());
-    cluster.throttle().await;
-    api.patch(
-        &o.name,
-        &patch_params(opts, false, force || opts.force_conflicts),
-        &Patch::Apply(&o.body),
-    )
-    .await
-    .map(|_| ())
-    .map_err(|e| match conflict_of(&o.key(), &e) {
-        Some(c) => ApplyError::Conflicts(vec![c]),
-        None => ApplyError::Api {
-            step: "apply",
-            key: o.key().to_string(),
-            source: e,
-        },
-    })
+    cluster
+        .request(api.patch(
+            &o.name,
+            &patch_params(opts, false, force || opts.force_conflicts),
+            &Patch::Apply(&o.body),
+        ))
+        .await
+        .map(|_| ())
+        .map_err(|e| match conflict_of(&o.key(), &e) {
+            Some(c) => ApplyError::Conflicts(vec![c]),
+            None => ApplyError::Api {
+                step: "apply",
+                key: o.key().to_string(),
+                source: e,
+            },
+        })
 }
 
 /// Delete one object (background propagation); a 404 means it is gone.
@@ -737,8 +761,10 @@ pub async fn delete_object(cluster: &Cluster, r: &Resolved, o: &Object) -> Resul
 /// Delete one object (background propagation); a 404 means it is gone.
 pub async fn delete(cluster: &Cluster, r: &Resolved, o: &Object) -> Result<(), ApplyError> {
     let api = api_for(cluster, r, o.namespace.as_deref());
-    cluster.throttle().await;
-    match api.delete(&o.name, &DeleteParams::background()).await {
+    match cluster
+        .request(api.delete(&o.name, &DeleteParams::background()))
+        .await
+    {
         Ok(_) => Ok(()),
         Err(e) if is_not_found(&e) => Ok(()),
         Err(source) => Err(ApplyError::Api {
@@ -837,8 +863,7 @@ async fn cluster_get(
     o: &Object,
 ) -> Result<Option<Json>, ApplyError> {
     let api = api_for(cluster, r, o.namespace.as_deref());
-    cluster.throttle().await;
-    match api.get(&o.name).await {
+    match cluster.request(api.get(&o.name)).await {
         Ok(obj) => Ok(serde_json::to_value(&obj).ok()),
         Err(e) if is_not_found(&e) => Ok(None),
         Err(source) => Err(ApplyError::Api {

@@ -29,6 +29,9 @@ pub struct TemplateSettings {
     pub skip_tests: bool,
     pub no_hooks: bool,
     pub is_upgrade: bool,
+    /// `.Release.Revision`; 0 (the default) renders `helm template`'s 1.
+    /// `antiopa apply` passes the revision it is about to write.
+    pub revision: i64,
     pub kube_version: Option<String>,
     pub api_versions: Vec<String>,
     pub show_only: Vec<String>,
@@ -152,9 +155,22 @@ pub fn run(
     run_keeping(s, out, log).map(drop)
 }
 
-/// What a successful run leaves behind: the loaded chart, its values, the
-/// parsed templates and the rendered files.
-pub struct Leftovers(#[allow(dead_code)] Box<dyn std::any::Any>);
+/// What a successful run leaves behind: the top chart's rendered NOTES.txt,
+/// and the loaded chart, its values, the parsed templates and the rendered
+/// files.
+pub struct Leftovers {
+    notes: String,
+    _kept: Box<dyn std::any::Any>,
+}
+
+impl Leftovers {
+    /// The rendered `templates/NOTES.txt` of the top chart (empty when it
+    /// has none): what helm's `renderResources` keeps as the release notes
+    /// (`subNotes` off, so subcharts' notes are rendered but dropped).
+    pub fn notes(&self) -> &str {
+        &self.notes
+    }
+}
 
 /// As [`run`], but hands back the run's large structures instead of
 /// dropping them, so that a process about to exit can skip freeing them
@@ -213,7 +229,7 @@ pub fn run_keeping(
     let release = ReleaseOptions {
         name: name.clone(),
         namespace: s.namespace.clone(),
-        revision: 1,
+        revision: if s.revision > 0 { s.revision } else { 1 },
         is_upgrade: s.is_upgrade,
         is_install: !s.is_upgrade,
     };
@@ -233,7 +249,12 @@ pub fn run_keeping(
     let top_values = crate::chart::convert::values_to_value(&values);
     let (mut files, state) = render::render_keeping(&chart, top_values, &release, &caps, &s.env)
         .map_err(with_debug_hint)?;
-    // NOTES.txt is rendered (its errors count) but never printed.
+    // NOTES.txt is rendered (its errors count) but never printed; the top
+    // chart's is kept for a release record.
+    let notes = files
+        .get(&format!("{}/templates/NOTES.txt", chart.name()))
+        .cloned()
+        .unwrap_or_default();
     files.retain(|k, _| !k.ends_with("NOTES.txt"));
     check_utf8(&chart, &files)?;
     let sorted = manifest::sort_manifests(&files).map_err(with_debug_hint)?;
@@ -290,15 +311,10 @@ pub fn run_keeping(
     };
     out.write_all(printed.as_bytes())
         .map_err(|e| err(e.to_string()))?;
-    Ok(Leftovers(Box::new((
-        chart,
-        values,
-        user_values,
-        state,
-        files,
-        sorted,
-        printed,
-    ))))
+    Ok(Leftovers {
+        notes,
+        _kept: Box::new((chart, values, user_values, state, files, sorted, printed)),
+    })
 }
 
 /// `Chart.CRDObjects`: `crds/` files with a manifest extension, the chart's
@@ -1029,6 +1045,7 @@ wrote /tmp/rt/tcod/m/templates/hooks.yaml
             skip_tests: false,
             no_hooks: false,
             is_upgrade: false,
+            revision: 0,
             kube_version: None,
             api_versions: vec![],
             show_only: vec![],
@@ -1261,6 +1278,7 @@ caps: "{v3.17.3 e4da49785aa6e6ee2b86efd5dd9e43400318262b clean go1.23.7}"
             skip_tests: false,
             no_hooks: false,
             is_upgrade: false,
+            revision: 0,
             kube_version: None,
             api_versions: vec![],
             show_only: vec![],

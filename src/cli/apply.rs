@@ -33,6 +33,35 @@ pub struct ClusterArgs {
     /// Client-side request burst.
     #[arg(long = "burst-limit", default_value_t = 100)]
     burst: u32,
+    /// The length of time to wait before giving up on a single server
+    /// request, as kubectl's --request-timeout: a Go duration (1s, 2m,
+    /// 3h) or whole seconds; 0 means don't time out requests. A request
+    /// that times out fails the command naming the request; a write may
+    /// still be carried out by the server, and the next apply completes
+    /// the release either way. (helm has no such flag; its --timeout is
+    /// antiopa's --timeout, the wait for hooks.)
+    #[arg(
+        long = "request-timeout",
+        env = "ANTIOPA_REQUEST_TIMEOUT",
+        default_value = "0",
+        value_parser = parse_timeout
+    )]
+    request_timeout: Duration,
+}
+
+/// client-go's `clientcmd.ParseTimeout`: whole seconds, or a Go duration.
+/// Used for every duration flag here, so `--timeout 300` (antiopa's older
+/// spelling) and helm's `--timeout 5m0s` both work.
+fn parse_timeout(s: &str) -> Result<Duration, String> {
+    if let Ok(n) = s.trim().parse::<u64>() {
+        return Ok(Duration::from_secs(n));
+    }
+    crate::hooks::cron::parse_go_duration(s.trim())
+        .ok()
+        .filter(|_| !s.trim().starts_with('-'))
+        .ok_or_else(|| {
+            "invalid timeout value: a timeout must be a single integer in seconds, or an integer followed by a corresponding time unit (e.g. 1s | 2m | 3h)".to_string()
+        })
 }
 
 impl ClusterArgs {
@@ -44,6 +73,7 @@ impl ClusterArgs {
                 qps: self.qps,
                 burst: self.burst,
             }),
+            request_timeout: Some(self.request_timeout),
         }
     }
 }
@@ -75,9 +105,10 @@ pub struct ReleaseChartArgs {
     /// Take over fields other field managers own (server-side apply force).
     #[arg(long = "force-conflicts")]
     force_conflicts: bool,
-    /// How long to wait for CRDs to become Established.
-    #[arg(long = "crd-timeout", default_value_t = 60)]
-    crd_timeout_s: u64,
+    /// How long to wait for CRDs to become Established (a Go duration or
+    /// seconds).
+    #[arg(long = "crd-timeout", default_value = "60", value_parser = parse_timeout)]
+    crd_timeout: Duration,
     #[command(flatten)]
     cluster: ClusterArgs,
 }
@@ -110,9 +141,11 @@ pub struct ApplyArgs {
     /// Do not run chart hooks.
     #[arg(long = "no-hooks")]
     no_hooks: bool,
-    /// Seconds to wait for each hook.
-    #[arg(long = "timeout", default_value_t = 300)]
-    timeout_s: u64,
+    /// Time to wait for any individual Kubernetes operation (like Jobs for
+    /// hooks), as helm's --timeout: a Go duration (5m0s) or seconds. Single
+    /// API requests are bounded by --request-timeout instead.
+    #[arg(long = "timeout", default_value = "5m0s", value_parser = parse_timeout)]
+    timeout: Duration,
     /// Revisions to keep (0: all).
     #[arg(long = "history-max", env = "HELM_HISTORY_MAX", default_value_t = 10)]
     history_max: usize,
@@ -138,9 +171,11 @@ pub struct UninstallArgs {
     /// Do not run chart hooks.
     #[arg(long = "no-hooks")]
     no_hooks: bool,
-    /// Seconds to wait for each hook.
-    #[arg(long = "timeout", default_value_t = 300)]
-    timeout_s: u64,
+    /// Time to wait for any individual Kubernetes operation (like Jobs for
+    /// hooks), as helm's --timeout: a Go duration (5m0s) or seconds. Single
+    /// API requests are bounded by --request-timeout instead.
+    #[arg(long = "timeout", default_value = "5m0s", value_parser = parse_timeout)]
+    timeout: Duration,
     #[arg(
         long = "lock-timeout",
         env = "ANTIOPA_LOCK_TIMEOUT",
@@ -183,11 +218,15 @@ pub(super) struct RenderedChart {
     pub rendered: Rendered,
     pub chart: Json,
     pub config: Map<String, Json>,
+    /// The top chart's rendered NOTES.txt.
+    pub notes: String,
 }
 
-/// Render the chart as `helm template --include-crds` does and collect
-/// the chart metadata and values the release records.
-pub(super) fn render(a: &ReleaseChartArgs, is_upgrade: bool) -> Result<RenderedChart, CmdError> {
+/// Render the chart as `helm template --include-crds` does, for the
+/// revision about to be written (`.Release.Revision`, `.Release.IsUpgrade`
+/// and `.Release.IsInstall` as helm's `upgrade --install` sets them), and
+/// collect the chart metadata, values and notes the release records.
+pub(super) fn render(a: &ReleaseChartArgs, next: release::Next) -> Result<RenderedChart, CmdError> {
     let values = a.values.options();
     let config = match to_json(&Yaml::Map(values.merge().map_err(cerr)?)) {
         Json::Object(m) => m,
@@ -204,20 +243,25 @@ pub(super) fn render(a: &ReleaseChartArgs, is_upgrade: bool) -> Result<RenderedC
         values,
         include_crds: true,
         skip_tests: true,
-        is_upgrade,
+        is_upgrade: next.is_upgrade,
+        revision: next.version,
         kube_version: a.kube_version.clone(),
         api_versions: a.api_versions.clone(),
         env,
         ..Default::default()
     };
     let mut out = Vec::new();
-    template::run(&settings, &mut out, &mut std::io::stderr().lock()).map_err(cerr)?;
+    let leftovers =
+        template::run_keeping(&settings, &mut out, &mut std::io::stderr().lock()).map_err(cerr)?;
+    let notes = leftovers.notes().to_string();
+    drop(leftovers);
     let text = String::from_utf8_lossy(&out);
     let chart = crate::chart::load::load(std::path::Path::new(a.chart.trim())).map_err(cerr)?;
     Ok(RenderedChart {
         rendered: split_rendered(&text),
         chart: chart_json(&chart),
         config,
+        notes,
     })
 }
 
@@ -295,7 +339,7 @@ pub(super) fn apply_options(a: &ReleaseChartArgs, dry_run: bool) -> ApplyOptions
     let mut o = ApplyOptions::new(&a.namespace);
     o.force_conflicts = a.force_conflicts;
     o.dry_run = dry_run;
-    o.crd_timeout = Duration::from_secs(a.crd_timeout_s);
+    o.crd_timeout = a.crd_timeout;
     o
 }
 
@@ -332,29 +376,31 @@ pub fn run_apply(a: ApplyArgs) -> Result<(), CmdError> {
         let hist = release::history(&cluster, &a.chart.name, &a.chart.namespace)
             .await
             .map_err(cerr)?;
-        let is_upgrade = hist.iter().any(|r| r.status() == release::Status::Deployed);
-        let r = render(&a.chart, is_upgrade)?;
+        let next = release::next_revision(&hist);
+        let r = render(&a.chart, next)?;
         let req = InstallRequest {
             name: a.chart.name.clone(),
             namespace: a.chart.namespace.clone(),
             chart: r.chart,
             config: r.config,
             rendered: r.rendered,
-            notes: String::new(),
+            notes: r.notes,
             labels: Default::default(),
             apply: apply_options(&a.chart, a.dry_run),
             history_max: a.history_max,
             skip_crds: a.chart.skip_crds,
             create_namespace: a.create_namespace,
             no_hooks: a.no_hooks,
-            hook_timeout: Duration::from_secs(a.timeout_s),
+            hook_timeout: a.timeout,
             lock_timeout: Duration::from_secs(a.lock_timeout_s),
         };
         let mut progress = progress_printer();
         let mut log = |line: &str| {
             let _ = writeln!(std::io::stderr(), "{line}");
         };
-        let out = release::upgrade_install(&cluster, &req, &mut progress, &mut log).await;
+        let out =
+            release::upgrade_install_rendered_for(&cluster, &req, Some(next), &mut progress, &mut log)
+                .await;
         end_progress();
         let mut stdout = std::io::stdout().lock();
         match out.map_err(cerr)? {
@@ -376,7 +422,12 @@ pub fn run_apply(a: ApplyArgs) -> Result<(), CmdError> {
                 report.summary()
             ),
         }
-        .map_err(cerr)
+        .map_err(cerr)?;
+        // helm's PrintRelease: the notes after every install/upgrade.
+        if !req.notes.trim().is_empty() {
+            writeln!(stdout, "NOTES:\n{}", req.notes.trim()).map_err(cerr)?;
+        }
+        Ok(())
     })
 }
 
@@ -390,7 +441,7 @@ pub fn run_uninstall(a: UninstallArgs) -> Result<(), CmdError> {
         let opts = release::UninstallOptions {
             keep_history: a.keep_history,
             no_hooks: a.no_hooks,
-            hook_timeout: Duration::from_secs(a.timeout_s),
+            hook_timeout: a.timeout,
             lock_timeout: Duration::from_secs(a.lock_timeout_s),
         };
         let rep = release::uninstall(&cluster, &a.name, &a.namespace, &opts, &mut log)

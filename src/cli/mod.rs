@@ -188,6 +188,8 @@ fn template_settings(a: TemplateArgs) -> Result<TemplateSettings, CliError> {
         skip_tests: a.skip_tests,
         no_hooks: a.no_hooks,
         is_upgrade: a.is_upgrade,
+        // helm template always renders revision 1.
+        revision: 0,
         kube_version: a.kube_version,
         api_versions: a.api_versions,
         show_only: a.show_only,

@@ -2,7 +2,8 @@
 //! kubectl and helm find one (`--kubeconfig`, `--context`, `$KUBECONFIG`,
 //! `~/.kube/config`, then the in-cluster service account), a discovery cache
 //! from group/version/kind to the REST resource, and a client-side rate
-//! limit every request of the apply and release code goes through.
+//! limit and request timeout every request of the apply and release code
+//! goes through ([`Cluster::request`]).
 //!
 //! This module knows nothing about charts or releases; `apply` and `release`
 //! build on it.
@@ -10,8 +11,10 @@
 mod discovery;
 mod limit;
 
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub use discovery::{Discovery, Resolved, split_api_version};
 pub use kube;
@@ -27,6 +30,9 @@ pub struct ClusterOptions {
     pub context: Option<String>,
     /// Client-side request limit; `None` gives [`RateLimit::default`].
     pub rate_limit: Option<RateLimit>,
+    /// Give up on a single request after this long (kubectl's
+    /// `--request-timeout`); `None`: wait as long as the connection lives.
+    pub request_timeout: Option<Duration>,
 }
 
 /// Why no client could be built.
@@ -44,12 +50,92 @@ pub enum ClusterError {
     Client(#[from] kube::Error),
 }
 
-/// A client, its discovery cache and its rate limit; cheap to clone.
+/// A request that got no answer within the request timeout. It travels
+/// inside `kube::Error::Service`, so every caller reports it with the
+/// request it was making; [`error_text`] prints it without kube's prefix.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "request timed out after {} (--request-timeout); the server may still carry it out",
+    go_duration(*.0)
+)]
+pub struct RequestTimeout(pub Duration);
+
+/// A duration as Go's `time.Duration.String` prints the common cases
+/// (`1.5s`, `300ms`, `2m0s`), matching how the flag was given.
+pub fn go_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let secs = d.as_secs_f64();
+    if secs < 60.0 {
+        return format!("{}s", trim_float(secs));
+    }
+    let total = d.as_secs();
+    let (h, m) = (total / 3600, (total % 3600) / 60);
+    let s = secs - (h * 3600 + m * 60) as f64;
+    if h > 0 {
+        format!("{h}h{m}m{}s", trim_float(s))
+    } else {
+        format!("{m}m{}s", trim_float(s))
+    }
+}
+
+fn trim_float(f: f64) -> String {
+    let s = format!("{f:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}
+
+/// Whether an error is a request that timed out (ours, or a server's 504).
+pub fn is_timeout(e: &kube::Error) -> bool {
+    match e {
+        kube::Error::Service(b) => b.downcast_ref::<RequestTimeout>().is_some(),
+        kube::Error::Api(s) => s.code == 504,
+        _ => false,
+    }
+}
+
+/// Whether a failed read may succeed when asked again: a timeout, a
+/// throttled request (429) or a server error (5xx). Anything else (403,
+/// 404, 422, a broken response) will not change by waiting.
+pub fn is_transient(e: &kube::Error) -> bool {
+    match e {
+        kube::Error::Service(_) | kube::Error::HyperError(_) => true,
+        kube::Error::Api(s) => s.code == 429 || s.code >= 500,
+        _ => false,
+    }
+}
+
+/// An error as one line for users: the server's own message for API errors
+/// (`configmaps "x" not found`, with the code), our timeout text without
+/// kube's `ServiceError:` prefix, kube's text otherwise.
+pub fn error_text(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) => {
+            let reason = if s.reason.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", s.reason)
+            };
+            format!("{} ({}{reason})", s.message, s.code)
+        }
+        kube::Error::Service(b) => match b.downcast_ref::<RequestTimeout>() {
+            Some(t) => t.to_string(),
+            None => e.to_string(),
+        },
+        _ => e.to_string(),
+    }
+}
+
+/// A client, its discovery cache, its rate limit and request timeout;
+/// cheap to clone.
 #[derive(Clone)]
 pub struct Cluster {
     client: kube::Client,
     discovery: Arc<Discovery>,
     limit: Arc<TokenBucket>,
+    request_timeout: Option<Duration>,
 }
 
 impl Cluster {
@@ -79,19 +165,51 @@ impl Cluster {
                 })?,
             (None, None) => kube::Config::infer().await?,
         };
-        let client = kube::Client::try_from(config)?;
-        Ok(Cluster::from_client(
-            client,
-            opts.rate_limit.unwrap_or_default(),
-        ))
+        let client = client_with_bounded_retries(config)?;
+        Ok(
+            Cluster::from_client(client, opts.rate_limit.unwrap_or_default())
+                .with_request_timeout(opts.request_timeout),
+        )
     }
 
     /// Wrap an existing client (tests hand in one talking to a fake server).
+    /// It is used as it is: no retries are added.
     pub fn from_client(client: kube::Client, limit: RateLimit) -> Cluster {
         Cluster {
             client,
             discovery: Arc::new(Discovery::default()),
             limit: Arc::new(TokenBucket::new(limit)),
+            request_timeout: None,
+        }
+    }
+
+    /// The same cluster with a per-request timeout (`None` or zero: none).
+    pub fn with_request_timeout(mut self, timeout: Option<Duration>) -> Cluster {
+        self.request_timeout = timeout.filter(|d| !d.is_zero());
+        self
+    }
+
+    /// The per-request timeout, if any.
+    pub fn request_timeout(&self) -> Option<Duration> {
+        self.request_timeout
+    }
+
+    /// Make one request: wait for a rate-limit token, then run `call`,
+    /// giving up after the request timeout with a [`RequestTimeout`] error.
+    /// The timeout covers the whole request (sending, the server's work and
+    /// reading the body), as kubectl's `--request-timeout` does; the
+    /// throttling wait before it does not count.
+    pub async fn request<T, F>(&self, call: F) -> Result<T, kube::Error>
+    where
+        F: Future<Output = Result<T, kube::Error>>,
+    {
+        self.throttle().await;
+        match self.request_timeout {
+            None => call.await,
+            Some(d) => match tokio::time::timeout(d, call).await {
+                Ok(r) => r,
+                Err(_) => Err(kube::Error::Service(Box::new(RequestTimeout(d)))),
+            },
         }
     }
 
@@ -130,10 +248,32 @@ impl Cluster {
         if self.discovery.fresh(api_version) {
             return Ok(None);
         }
-        self.throttle().await;
-        self.discovery.refresh(&self.client, api_version).await?;
+        self.request(self.discovery.refresh(&self.client, api_version))
+            .await?;
         Ok(self.discovery.cached(api_version, kind))
     }
+}
+
+/// kube's client from a config, with its retry of 429/503/504 answers
+/// bounded: kube's default policy retries every request up to 15 times
+/// with backoff growing to minutes, which hides a failing server for that
+/// long. Here: at most 3 retries, 100 ms doubling up to 1 s, or the
+/// server's `Retry-After` when longer (client-go honours it too). All
+/// requests antiopa makes survive a repeat — server-side apply, PUT and
+/// DELETE are idempotent, and a repeated record create recognises its own
+/// first attempt (release records carry an operation id) — and the
+/// retries of one request stay within its `--request-timeout`.
+fn client_with_bounded_retries(mut config: kube::Config) -> Result<kube::Client, ClusterError> {
+    use kube::client::ClientBuilder;
+    use kube::client::retry::RetryPolicy;
+    config.default_retry = false;
+    let policy = RetryPolicy::new(Duration::from_millis(100), Duration::from_secs(1), 3, true)
+        .map_err(|e| ClusterError::Client(kube::Error::Service(Box::new(e))))?;
+    Ok(ClientBuilder::try_from(config)?
+        // tower's Retry needs a cloneable service: the buffer is one.
+        .with_layer(&tower::buffer::BufferLayer::new(1024))
+        .with_layer(&tower::retry::RetryLayer::new(policy))
+        .build())
 }
 
 /// The HTTP status of a kube API error, if it was one.
@@ -147,4 +287,18 @@ pub fn api_status(e: &kube::Error) -> Option<u16> {
 /// True for a 404 from the server.
 pub fn is_not_found(e: &kube::Error) -> bool {
     api_status(e) == Some(404)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_print_as_go_does() {
+        assert_eq!(go_duration(Duration::from_millis(300)), "300ms");
+        assert_eq!(go_duration(Duration::from_secs(1)), "1s");
+        assert_eq!(go_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(go_duration(Duration::from_secs(120)), "2m0s");
+        assert_eq!(go_duration(Duration::from_secs(3725)), "1h2m5s");
+    }
 }

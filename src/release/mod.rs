@@ -11,6 +11,13 @@
 //! `deployed` (the previous one `superseded`) or `failed`, and trims the
 //! history to `HELM_HISTORY_MAX` (default 10).
 //!
+//! Like `helm upgrade --install`, a release with any history (its last
+//! revision not `uninstalled`) is upgraded — `pending-upgrade`, "Upgrade
+//! complete", pre-/post-upgrade hooks — even when no revision ever
+//! deployed; the revision written is the last one + 1 ([`next_revision`],
+//! which the caller renders `.Release.Revision` and `.Release.IsUpgrade`
+//! with). The render's NOTES.txt is recorded in `info.notes`.
+//!
 //! Differences from helm, on purpose: objects are applied with server-side
 //! apply; CRDs from `crds/` are applied on upgrades too (never pruned,
 //! never recorded in the manifest, as helm); the prune set is the union of
@@ -23,7 +30,8 @@
 pub mod codec;
 pub mod store;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::Value as Json;
@@ -66,6 +74,69 @@ pub enum ReleaseError {
     NotFound(String),
     #[error("{0}")]
     Failed(String),
+    /// The history changed between the render and the write.
+    #[error(
+        "release {name:?} changed while its chart was rendered: revision {expected} was rendered, but the next revision is now {found}; run again"
+    )]
+    Raced {
+        name: String,
+        expected: i64,
+        found: i64,
+    },
+}
+
+/// The revision an install/upgrade will write, and whether it is an
+/// upgrade: what `.Release.Revision`, `.Release.IsUpgrade` and
+/// `.Release.IsInstall` must be rendered with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Next {
+    pub version: i64,
+    pub is_upgrade: bool,
+}
+
+/// helm's choice for `upgrade --install` (cmd/helm/upgrade.go: install
+/// when there is no history or the last revision is `uninstalled`; else
+/// action.Upgrade, whose `prepareUpgrade` renders `lastRelease.Version + 1`
+/// with `IsUpgrade: true`). An install writes revision 1, or the next free
+/// one when uninstalled records were kept.
+pub fn next_revision(history: &[Release]) -> Next {
+    let last = history.iter().max_by_key(|r| r.version);
+    Next {
+        version: last.map_or(0, |r| r.version) + 1,
+        is_upgrade: last.is_some_and(|r| r.status() != Status::Uninstalled),
+    }
+}
+
+/// Records this process holds as `pending-*`/`uninstalling`, by
+/// (namespace, name, version): a record naming this process as holder
+/// that is not in here was left by an operation of this process that ended
+/// without finishing it (its final write failed), so it is abandoned too.
+static HELD: Mutex<BTreeSet<(String, String, i64)>> = Mutex::new(BTreeSet::new());
+
+/// Holds a record in [`HELD`] until dropped.
+struct Held((String, String, i64));
+
+impl Held {
+    fn new(namespace: &str, name: &str, version: i64) -> Held {
+        let key = (namespace.to_string(), name.to_string(), version);
+        if let Ok(mut h) = HELD.lock() {
+            h.insert(key.clone());
+        }
+        Held(key)
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Ok(mut h) = HELD.lock() {
+            h.remove(&self.0);
+        }
+    }
+}
+
+fn held_here(rel: &Release) -> bool {
+    HELD.lock()
+        .is_ok_and(|h| h.contains(&(rel.namespace.clone(), rel.name.clone(), rel.version)))
 }
 
 /// A chart install/upgrade request.
@@ -150,7 +221,8 @@ fn now() -> String {
 }
 
 /// Whether the process that left a pending record is gone: it ran on this
-/// host and its pid is dead, or the record is older than the timeout.
+/// host and its pid is dead, or it is this process and the operation that
+/// wrote it has ended, or the record is older than the timeout.
 fn is_abandoned(s: &Stored, timeout: Duration) -> bool {
     if let Some(h) = s.annotations.get(store::HOLDER_ANNOTATION)
         && let Some((host, pid)) = h.rsplit_once('/')
@@ -158,7 +230,7 @@ fn is_abandoned(s: &Stored, timeout: Duration) -> bool {
         && let Ok(pid) = pid.parse::<i32>()
     {
         if pid == std::process::id() as i32 {
-            return false;
+            return !held_here(&s.release);
         }
         let alive = !matches!(
             nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
@@ -291,13 +363,14 @@ async fn recover(
 ) -> Result<(), ReleaseError> {
     let mut rel = s.release.clone();
     let status = rel.status();
-    let holder = s
-        .annotations
-        .get(store::HOLDER_ANNOTATION)
-        .cloned()
-        .unwrap_or_else(|| "an unknown process".into());
+    let held_by = s.annotations.get(store::HOLDER_ANNOTATION);
+    let who = match held_by {
+        Some(h) if *h == holder() => format!("{h} (this process), whose operation ended"),
+        Some(h) => format!("{h}, which is gone"),
+        None => "an unknown process, which is gone".into(),
+    };
     log(&format!(
-        "recovering release {:?}: revision {} was left {status} by {holder}, which is gone; marking it failed",
+        "recovering release {:?}: revision {} was left {status} by {who}; marking it failed",
         rel.name, rel.version
     ));
     let info = rel.info.get_or_insert_with(Info::default);
@@ -357,20 +430,48 @@ pub async fn upgrade_install(
     progress: &mut (dyn FnMut(Progress<'_>) + Send),
     log: &mut (dyn FnMut(&str) + Send),
 ) -> Result<InstallOutcome, ReleaseError> {
+    upgrade_install_rendered_for(cluster, req, None, progress, log).await
+}
+
+/// [`upgrade_install`] of a render made for `rendered_for` (the
+/// [`next_revision`] read before rendering): when the history moved on
+/// meanwhile, the render's `.Release.Revision` would be wrong, and the run
+/// stops with [`ReleaseError::Raced`] before writing anything.
+pub async fn upgrade_install_rendered_for(
+    cluster: &Cluster,
+    req: &InstallRequest,
+    rendered_for: Option<Next>,
+    progress: &mut (dyn FnMut(Progress<'_>) + Send),
+    log: &mut (dyn FnMut(&str) + Send),
+) -> Result<InstallOutcome, ReleaseError> {
     let store = Store::new(cluster, &req.namespace);
     let mut hist = store.history(&req.name).await?;
     if !req.apply.dry_run {
         take_lock(&store, &mut hist, req.lock_timeout, log).await?;
+    }
+    let records: Vec<Release> = hist.iter().map(|s| s.release.clone()).collect();
+    let next = next_revision(&records);
+    if let Some(want) = rendered_for
+        && want != next
+    {
+        return Err(ReleaseError::Raced {
+            name: req.name.clone(),
+            expected: want.version,
+            found: next.version,
+        });
     }
     let manifest = req.rendered.manifest_text();
     let sum = checksum(&req.namespace, &req.rendered);
     let last_deployed = hist
         .iter()
         .rposition(|s| s.release.status() == Status::Deployed);
+    // The checksum does not cover NOTES.txt: new notes make a new
+    // revision, as in helm, so `helm get notes` never shows stale ones.
     if let Some(i) = last_deployed
         && i + 1 == hist.len()
         && hist[i].release.labels.get(CHECKSUM_LABEL) == Some(&sum)
         && hist[i].release.manifest == manifest
+        && hist[i].release.info.as_ref().map(|i| i.notes.as_str()) == Some(req.notes.as_str())
     {
         return Ok(InstallOutcome::Unchanged {
             version: hist[i].release.version,
@@ -390,11 +491,15 @@ pub async fn upgrade_install(
         .flat_map(|s| manifest_objects(&s.release.manifest))
         .collect();
 
-    let version = hist.last().map_or(0, |s| s.release.version) + 1;
-    let is_upgrade = last_deployed.is_some();
-    let first_deployed = hist
-        .first()
-        .and_then(|s| s.release.info.as_ref())
+    let Next {
+        version,
+        is_upgrade,
+    } = next;
+    // helm keeps `currentRelease.Info.FirstDeployed`: the last deployed
+    // revision's, else the last one's (an upgrade over failed revisions).
+    let first_deployed = last_deployed
+        .or(hist.len().checked_sub(1))
+        .and_then(|i| hist[i].release.info.as_ref())
         .map(|i| i.first_deployed.clone())
         .filter(|t| t != codec::ZERO_TIME && is_upgrade)
         .unwrap_or_else(now);
@@ -444,6 +549,7 @@ pub async fn upgrade_install(
         apply::run::apply_object(cluster, &r, &o, &req.apply, false).await?;
     }
     let me = holder();
+    let _held = Held::new(&req.namespace, &req.name, version);
     store.create(&rel, Some(&me)).await.map_err(|e| match e {
         StoreError::Api { ref source, .. } if crate::cluster::api_status(source) == Some(409) => {
             ReleaseError::Pending {
@@ -474,28 +580,45 @@ pub async fn upgrade_install(
         Ok(report)
     }
     .await;
-    let info = rel.info.get_or_insert_with(Info::default);
-    info.last_deployed = now();
+    if let Some(info) = rel.info.as_mut() {
+        info.last_deployed = now();
+    }
+    let result = match result {
+        Ok(report) => {
+            // helm's order: the previous revision superseded, then this one
+            // deployed. Should either write fail (a timeout), this revision
+            // is marked failed below, so history always shows what
+            // happened; the next apply writes a new revision.
+            let finish = async {
+                if let Some(i) = last_deployed {
+                    let mut old = hist[i].release.clone();
+                    if let Some(oi) = old.info.as_mut() {
+                        oi.status = Status::Superseded;
+                    }
+                    store.update(&old, None).await?;
+                }
+                let mut done = rel.clone();
+                let info = done.info.get_or_insert_with(Info::default);
+                info.status = Status::Deployed;
+                info.description = if is_upgrade {
+                    "Upgrade complete".into()
+                } else {
+                    "Install complete".into()
+                };
+                store.update(&done, None).await?;
+                Ok::<_, ReleaseError>(())
+            };
+            finish.await.map(|()| report)
+        }
+        Err(e) => Err(e),
+    };
     match result {
         Ok(report) => {
-            if let Some(i) = last_deployed {
-                let mut old = hist[i].release.clone();
-                if let Some(oi) = old.info.as_mut() {
-                    oi.status = Status::Superseded;
-                }
-                store.update(&old, None).await?;
-            }
-            info.status = Status::Deployed;
-            info.description = if is_upgrade {
-                "Upgrade complete".into()
-            } else {
-                "Install complete".into()
-            };
-            store.update(&rel, None).await?;
             trim_history(&store, &req.name, req.history_max).await?;
             Ok(InstallOutcome::Deployed { version, report })
         }
         Err(e) => {
+            let info = rel.info.get_or_insert_with(Info::default);
             info.status = Status::Failed;
             info.description = if is_upgrade {
                 format!("Upgrade {:?} failed: {e}", req.name)
@@ -504,7 +627,7 @@ pub async fn upgrade_install(
             };
             if let Err(se) = store.update(&rel, None).await {
                 log(&format!(
-                    "warning: could not mark revision {version} failed: {se}"
+                    "warning: could not mark revision {version} failed: {se}; the next apply recovers it"
                 ));
             }
             Err(e)
@@ -620,6 +743,7 @@ pub async fn uninstall(
     let info = rel.info.get_or_insert_with(Info::default);
     info.status = Status::Uninstalling;
     info.deleted = now();
+    let _held = Held::new(namespace, name, rel.version);
     store.update(&rel, Some(&holder())).await?;
     let aopts = ApplyOptions::new(namespace);
     if !opts.no_hooks {
@@ -687,6 +811,38 @@ mod tests {
         assert_eq!(h[0].path, "c/templates/j.yaml");
     }
 
+    fn rel(version: i64, status: Status) -> Release {
+        Release {
+            version,
+            info: Some(Info {
+                status,
+                ..Info::default()
+            }),
+            ..Release::default()
+        }
+    }
+
+    #[test]
+    fn next_revision_follows_helm_upgrade_install() {
+        let next = |h: &[Release]| {
+            let n = next_revision(h);
+            (n.version, n.is_upgrade)
+        };
+        assert_eq!(next(&[]), (1, false));
+        assert_eq!(next(&[rel(1, Status::Deployed)]), (2, true));
+        // Only failed revisions: still an upgrade (prepareUpgrade takes the
+        // last failed one as current).
+        assert_eq!(
+            next(&[rel(1, Status::Failed), rel(2, Status::Failed)]),
+            (3, true)
+        );
+        // Uninstalled with --keep-history: an install, numbered on.
+        assert_eq!(
+            next(&[rel(1, Status::Superseded), rel(2, Status::Uninstalled)]),
+            (3, false)
+        );
+    }
+
     #[test]
     fn dead_local_holder_is_abandoned_at_once() {
         let mut s = Stored {
@@ -699,10 +855,13 @@ mod tests {
         };
         // No holder and fresh: held.
         assert!(!is_abandoned(&s, Duration::from_secs(600)));
-        // This process: held.
+        // This process, while the operation runs: held; after it: gone.
         s.annotations
             .insert(store::HOLDER_ANNOTATION.into(), holder());
+        let held = Held::new("", "", 0);
         assert!(!is_abandoned(&s, Duration::from_secs(600)));
+        drop(held);
+        assert!(is_abandoned(&s, Duration::from_secs(600)));
         // A pid that cannot exist on Linux (above pid_max's ceiling): gone.
         s.annotations.insert(
             store::HOLDER_ANNOTATION.into(),

@@ -36,6 +36,10 @@ const SYSTEM_LABELS: &[&str] = &[
 /// lets a later run see that the holder died.
 pub const HOLDER_ANNOTATION: &str = "antiopa.flant.com/operation-holder";
 
+/// Annotation with a random id per record creation, so a retried create
+/// can recognise its own earlier attempt.
+pub const OPERATION_ANNOTATION: &str = "antiopa.flant.com/operation-id";
+
 /// Storage errors.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -54,7 +58,7 @@ pub enum StoreError {
         version: i64,
         size: usize,
     },
-    #[error("{what} release secret {key:?}: {source}")]
+    #[error("{what} release secret {key:?}: {}", crate::cluster::error_text(.source))]
     Api {
         what: &'static str,
         key: String,
@@ -100,13 +104,16 @@ impl Store {
     /// `owner=helm,name=<name>`; undecodable records are skipped with a log
     /// line, as helm does).
     pub async fn history(&self, name: &str) -> Result<Vec<Stored>, StoreError> {
-        self.cluster.throttle().await;
         let lp = ListParams::default().labels(&format!("owner=helm,name={name}"));
-        let list = self.api.list(&lp).await.map_err(|source| StoreError::Api {
-            what: "list",
-            key: format!("owner=helm,name={name}"),
-            source,
-        })?;
+        let list = self
+            .cluster
+            .request(self.api.list(&lp))
+            .await
+            .map_err(|source| StoreError::Api {
+                what: "list",
+                key: format!("owner=helm,name={name}"),
+                source,
+            })?;
         let mut out = Vec::new();
         for s in list.items {
             let key = s.metadata.name.clone().unwrap_or_default();
@@ -188,19 +195,42 @@ impl Store {
     }
 
     /// `Secrets.Create`: a new revision; an existing one is an error (two
-    /// operations raced for the same revision).
+    /// operations raced for the same revision) — unless it is this very
+    /// write: kube's client retries a POST answered 429/503/504, and when
+    /// the first attempt was carried out after all, the retry meets our own
+    /// record. An operation id annotation tells the two apart.
     pub async fn create(&self, rel: &Release, holder: Option<&str>) -> Result<(), StoreError> {
-        let s = self.secret(rel, "createdAt", holder)?;
-        self.cluster.throttle().await;
-        self.api
-            .create(&PostParams::default(), &s)
+        let mut s = self.secret(rel, "createdAt", holder)?;
+        let op = uuid::Uuid::new_v4().to_string();
+        s.metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert(OPERATION_ANNOTATION.into(), op.clone());
+        let key = secret_name(&rel.name, rel.version);
+        let err = match self
+            .cluster
+            .request(self.api.create(&PostParams::default(), &s))
             .await
-            .map_err(|source| StoreError::Api {
-                what: "create",
-                key: secret_name(&rel.name, rel.version),
-                source,
-            })?;
-        Ok(())
+        {
+            Ok(_) => return Ok(()),
+            Err(e) => e,
+        };
+        if crate::cluster::api_status(&err) == Some(409)
+            && let Ok(Some(existing)) = self.cluster.request(self.api.get_opt(&key)).await
+            && existing
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(OPERATION_ANNOTATION))
+                == Some(&op)
+        {
+            return Ok(());
+        }
+        Err(StoreError::Api {
+            what: "create",
+            key,
+            source: err,
+        })
     }
 
     /// `Secrets.Update`: replace a revision whole (helm's unconditional
@@ -208,9 +238,8 @@ impl Store {
     pub async fn update(&self, rel: &Release, holder: Option<&str>) -> Result<(), StoreError> {
         let s = self.secret(rel, "modifiedAt", holder)?;
         let key = secret_name(&rel.name, rel.version);
-        self.cluster.throttle().await;
-        self.api
-            .replace(&key, &PostParams::default(), &s)
+        self.cluster
+            .request(self.api.replace(&key, &PostParams::default(), &s))
             .await
             .map_err(|source| StoreError::Api {
                 what: "update",
@@ -223,8 +252,11 @@ impl Store {
     /// Delete a revision; a missing one is fine.
     pub async fn delete(&self, name: &str, version: i64) -> Result<(), StoreError> {
         let key = secret_name(name, version);
-        self.cluster.throttle().await;
-        match self.api.delete(&key, &DeleteParams::default()).await {
+        match self
+            .cluster
+            .request(self.api.delete(&key, &DeleteParams::default()))
+            .await
+        {
             Ok(_) => Ok(()),
             Err(e) if is_not_found(&e) => Ok(()),
             Err(source) => Err(StoreError::Api {
