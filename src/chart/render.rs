@@ -11,14 +11,19 @@
 //! parse and execution errors (`cleanupParseError`, `cleanupExecError`).
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::chart::capabilities::Capabilities;
 use crate::chart::files::Files;
 use crate::chart::helmfuncs::{WARN_END, WARN_START, helm_func_map};
 use crate::chart::{Chart, Metadata};
-use crate::engine::{Entries, Env, Map, MapKind, Member, Object, Value};
+use crate::engine::{
+    Entries, Env, FuncMap, Map, MapKind, Member, Object, ParsedFile, Templates, Value,
+};
 use crate::yaml::{Mapping, Yaml};
 
 /// Helm's `chartutil.ReleaseOptions` (revision is always 1 for `template`).
@@ -48,12 +53,9 @@ pub enum RenderError {
     NotUtf8(String),
 }
 
-/// One file to render: its text, the top-level data of its chart, and the
-/// chart's templates directory.
-struct Renderable<'c> {
-    /// The template's text, borrowed from the chart unless it had to be
-    /// repaired (invalid UTF-8).
-    text: std::borrow::Cow<'c, str>,
+/// One file to render: the top-level data of its chart, and the chart's
+/// templates directory.
+struct Renderable {
     vals: Rc<Map>,
     base_path: String,
 }
@@ -99,45 +101,242 @@ pub fn render_keeping(
     caps: &Capabilities,
     env: &Env,
 ) -> Result<(BTreeMap<String, String>, RenderState), RenderError> {
+    let ((), parsed) = parse_alongside(chart, 0, || ());
+    render_parsed(chart, parsed?, values, release, caps, env)
+}
+
+/// Every template of a chart parsed, in Helm's parse order, ready for
+/// [`render_parsed`]. `Send`: it can be built on another thread.
+pub struct ParsedTemplates {
+    funcs: FuncMap,
+    /// (template path, its parse) in `sortTemplates` order.
+    files: Vec<(String, ParsedFile)>,
+}
+
+/// The template files of a chart tree to parse, shared by the threads
+/// that parse them.
+struct ParseJobs<'c> {
+    funcs: FuncMap,
+    /// Template paths in Helm's parse order, with their texts.
+    files: Vec<(String, Cow<'c, str>)>,
+    /// Indices into `files`, largest text first, so that the last files
+    /// handed out are the small ones and the threads finish together.
+    queue: Vec<usize>,
+    next: AtomicUsize,
+}
+
+/// Parse results of one thread: (index into `ParseJobs::files`, result).
+type ParsePart = Vec<(usize, Result<ParsedFile, crate::engine::Error>)>;
+
+impl ParseJobs<'_> {
+    fn total_bytes(&self) -> usize {
+        self.files.iter().map(|(_, t)| t.len()).sum()
+    }
+
+    /// Take files from the shared queue until it is empty.
+    fn work(&self) -> ParsePart {
+        let mut out = Vec::new();
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            let Some(&idx) = self.queue.get(i) else {
+                return out;
+            };
+            let (name, text) = &self.files[idx];
+            out.push((idx, Templates::parse_file(name, text, &self.funcs)));
+        }
+    }
+
+    /// The parses back in Helm's order; the first file (in that order)
+    /// that failed to parse is the error, as when Helm parses one file
+    /// after the other and stops at the first failure.
+    fn finish(self, parts: Vec<ParsePart>) -> Result<ParsedTemplates, RenderError> {
+        let mut slots: Vec<Option<Result<ParsedFile, crate::engine::Error>>> =
+            std::iter::repeat_with(|| None)
+                .take(self.files.len())
+                .collect();
+        for (idx, r) in parts.into_iter().flatten() {
+            slots[idx] = Some(r);
+        }
+        let mut files = Vec::with_capacity(self.files.len());
+        for ((name, _), slot) in self.files.into_iter().zip(slots) {
+            match slot {
+                Some(Ok(p)) => files.push((name, p)),
+                Some(Err(e)) => {
+                    return Err(RenderError::Parse(cleanup_parse_error(
+                        &name,
+                        &e.to_string(),
+                    )));
+                }
+                // Every index is handed out exactly once and every worker's
+                // part is collected, so each slot is filled.
+                None => {
+                    return Err(RenderError::Parse(format!(
+                        "parse error in ({name}): template was not parsed"
+                    )));
+                }
+            }
+        }
+        Ok(ParsedTemplates {
+            funcs: self.funcs,
+            files,
+        })
+    }
+}
+
+/// Template bytes below which parsing is not worth another thread: a
+/// thread costs some 30–60 µs to start and join, about what parsing 30 KB
+/// of typical chart templates takes.
+const MIN_PARALLEL_BYTES: usize = 32 * 1024;
+/// Template bytes each extra parsing thread should have at least.
+const BYTES_PER_THREAD: usize = 24 * 1024;
+/// At most this many threads in all; parsing stops scaling well before.
+const MAX_THREADS: usize = 8;
+/// Stack of the worker threads: what the main thread usually has, as the
+/// values code recurses over nested values (the parser grows its own
+/// stack with `stacker`).
+const WORKER_STACK: usize = 8 * 1024 * 1024;
+
+/// Parse every template of `chart`, running `other` at the same time on
+/// another thread when the machine has a core to spare and the work is
+/// worth a thread; `other_cost` is `other`'s work in template-parsing
+/// bytes (a rough equivalent), used only to decide that. Parsing is
+/// spread over the available cores too (the thread of `other` joins in
+/// when `other` is done). Returns what `other` returned and the parse;
+/// the result is the same whatever the number of threads.
+pub fn parse_alongside<T: Send>(
+    chart: &Chart,
+    other_cost: usize,
+    other: impl FnOnce() -> T + Send,
+) -> (T, Result<ParsedTemplates, RenderError>) {
+    let mut texts = BTreeMap::new();
+    collect_templates(chart, None, &mut texts);
+    let mut files: Vec<(String, Cow<'_, str>)> = texts.into_iter().collect();
+    files.sort_by(|a, b| template_order(&a.0, &b.0));
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(files[i].1.len()));
+    let jobs = ParseJobs {
+        funcs: helm_func_map(),
+        files,
+        queue: order,
+        next: AtomicUsize::new(0),
+    };
+
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(MAX_THREADS);
+    let bytes = jobs.total_bytes();
+    // Threads worth having for the parse alone (the calling thread is one).
+    let parse_threads = if bytes < MIN_PARALLEL_BYTES {
+        1
+    } else {
+        (bytes / BYTES_PER_THREAD).clamp(1, cores)
+    };
+    let spawn_other = cores > 1 && other_cost.min(bytes) >= MIN_PARALLEL_BYTES / 2;
+    if !spawn_other && parse_threads <= 1 {
+        let t = other();
+        let part = jobs.work();
+        return (t, jobs.finish(vec![part]));
+    }
+    // The thread running `other` parses too once `other` is done. `other`
+    // waits in a slot so that it still runs here if no thread starts.
+    let extra = parse_threads.saturating_sub(1 + usize::from(spawn_other));
+    let slot = Mutex::new(Some(other));
+    let take = || slot.lock().ok().and_then(|mut o| o.take());
+    let (mut result, mut parts) = (None, Vec::new());
+    std::thread::scope(|s| {
+        let jobs = &jobs;
+        let mut handles = Vec::new();
+        let mut other_started = false;
+        let threads = usize::from(spawn_other) + extra;
+        for n in 0..threads {
+            let with_other = spawn_other && n == 0;
+            let h = std::thread::Builder::new()
+                .stack_size(WORKER_STACK)
+                .spawn_scoped(s, move || {
+                    let t = if with_other {
+                        take().map(|f| f())
+                    } else {
+                        None
+                    };
+                    (t, jobs.work())
+                });
+            // No thread to be had: the work stays for this one.
+            if let Ok(h) = h {
+                other_started |= with_other;
+                handles.push(h);
+            }
+        }
+        if !other_started && let Some(f) = take() {
+            result = Some(f());
+        }
+        parts.push(jobs.work());
+        for h in handles {
+            match h.join() {
+                Ok((t, part)) => {
+                    if t.is_some() {
+                        result = t;
+                    }
+                    parts.push(part);
+                }
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+    });
+    // `other` ran exactly once, here or on the thread it was given to
+    // (whose panic was passed on above).
+    match result {
+        Some(t) => (t, jobs.finish(parts)),
+        None => unreachable!("`other` runs on this thread or a joined one"),
+    }
+}
+
+/// Execute the parsed templates of `chart` over `values` (the second half of
+/// [`render_keeping`]); `parsed` must come from [`parse_alongside`] on the
+/// same chart.
+pub fn render_parsed(
+    chart: &Chart,
+    parsed: ParsedTemplates,
+    values: Value,
+    release: &ReleaseOptions,
+    caps: &Capabilities,
+    env: &Env,
+) -> Result<(BTreeMap<String, String>, RenderState), RenderError> {
     let shared = Shared {
         release: release_value(release),
         capabilities: caps.to_value(),
     };
-    let mut templates: BTreeMap<String, Renderable<'_>> = BTreeMap::new();
+    let mut templates: BTreeMap<String, Renderable> = BTreeMap::new();
     rec_all_templates(chart, None, &values, &shared, &mut templates);
 
-    let funcs = Rc::new(helm_func_map());
-    let mut set = crate::engine::Templates::new(funcs);
-    let keys = sort_templates(templates.keys());
-    for name in &keys {
-        let Some(r) = templates.get(*name) else {
-            continue;
-        };
-        set.parse(name, &r.text)
-            .map_err(|e| RenderError::Parse(cleanup_parse_error(name, &e.to_string())))?;
+    let mut set = Templates::new(Rc::new(parsed.funcs));
+    let mut keys = Vec::with_capacity(parsed.files.len());
+    for (name, file) in parsed.files {
+        set.add(file);
+        keys.push(name);
     }
 
     let mut rendered = BTreeMap::new();
     let mut not_utf8: Option<String> = None;
     for name in keys {
-        if base_name(name).starts_with('_') {
+        if base_name(&name).starts_with('_') {
             continue;
         }
-        let Some(r) = templates.get(name) else {
+        let Some(r) = templates.get(&name) else {
             continue;
         };
         // Helm sets `.Template` in the chart's shared top-level map just
         // before executing each file.
         let mut t = Entries::new();
-        t.insert(Rc::from("Name"), Value::str(name));
+        t.insert(Rc::from("Name"), Value::str(&name));
         t.insert(Rc::from("BasePath"), Value::str(&r.base_path));
         r.vals.insert(
             "Template",
             Value::Map(Rc::new(Map::new(MapKind::Values, t))),
         );
         let out = set
-            .execute_bytes(name, &Value::Map(r.vals.clone()), env)
-            .map_err(|e| RenderError::Exec(cleanup_exec_error(name, &e.to_string())))?;
+            .execute_bytes(&name, &Value::Map(r.vals.clone()), env)
+            .map_err(|e| RenderError::Exec(cleanup_exec_error(&name, &e.to_string())))?;
         let out = if bstr::ByteSlice::contains_str(&out[..], "<no value>") {
             bstr::ByteSlice::replace(&out[..], "<no value>", "")
         } else {
@@ -157,7 +356,7 @@ pub fn render_keeping(
                 crate::engine::value::go_lossy(e.as_bytes()).into_owned()
             }
         };
-        rendered.insert(name.clone(), text);
+        rendered.insert(name, text);
     }
     if let Some(e) = not_utf8 {
         return Err(RenderError::NotUtf8(e));
@@ -205,12 +404,12 @@ fn release_value(r: &ReleaseOptions) -> Value {
 /// subcharts (each gets the `Values.<name>` table of its parent), and
 /// collect the chart's templates. Returns the chart's data map, which the
 /// parent exposes as `.Subcharts.<name>`.
-fn rec_all_templates<'c>(
-    chart: &'c Chart,
+fn rec_all_templates(
+    chart: &Chart,
     parent_path: Option<&str>,
     parent_values: &Value,
     shared: &Shared,
-    out: &mut BTreeMap<String, Renderable<'c>>,
+    out: &mut BTreeMap<String, Renderable>,
 ) -> Rc<Map> {
     let is_root = parent_path.is_none();
     let values = if is_root {
@@ -218,10 +417,7 @@ fn rec_all_templates<'c>(
     } else {
         values_table(parent_values, chart.name())
     };
-    let full_path = match parent_path {
-        None => chart.name().to_string(),
-        Some(p) => format!("{p}/charts/{}", chart.name()),
-    };
+    let full_path = chart_path(parent_path, chart);
 
     let subcharts = Rc::new(Map::new(MapKind::Any, Entries::new()));
     let next = Rc::new(Map::new(MapKind::Values, Entries::new()));
@@ -243,26 +439,63 @@ fn rec_all_templates<'c>(
         subcharts.insert(child.name(), Value::Map(child_vals));
     }
 
-    let library = chart.metadata.chart_type.eq_ignore_ascii_case("library");
-    for t in &chart.templates {
-        if library && !base_name(&t.name).starts_with('_') {
-            continue;
-        }
+    for name in own_templates(chart, &full_path).map(|(name, _)| name) {
         out.insert(
-            path_join(&full_path, &t.name),
+            name,
             Renderable {
-                // `from_utf8` first: its word-at-a-time ASCII check is several
-                // times cheaper than the lossy decoder on megabytes of CRDs.
-                text: match std::str::from_utf8(&t.data) {
-                    Ok(s) => std::borrow::Cow::Borrowed(s),
-                    Err(_) => String::from_utf8_lossy(&t.data),
-                },
                 vals: next.clone(),
                 base_path: path_join(&full_path, "templates"),
             },
         );
     }
     next
+}
+
+/// Helm's `recAllTpls` reduced to the texts: every template of `chart` and
+/// its subcharts by template path, visited in the same order (a path seen
+/// twice keeps the later file, as in Helm's map).
+fn collect_templates<'c>(
+    chart: &'c Chart,
+    parent_path: Option<&str>,
+    out: &mut BTreeMap<String, Cow<'c, str>>,
+) {
+    let full_path = chart_path(parent_path, chart);
+    for child in &chart.dependencies {
+        collect_templates(child, Some(&full_path), out);
+    }
+    out.extend(own_templates(chart, &full_path));
+}
+
+/// The chart's path in template names (`top/charts/sub`).
+fn chart_path(parent_path: Option<&str>, chart: &Chart) -> String {
+    match parent_path {
+        None => chart.name().to_string(),
+        Some(p) => format!("{p}/charts/{}", chart.name()),
+    }
+}
+
+/// The templates `chart` itself contributes (a library chart only its
+/// `_*` files), by template path, with their texts.
+fn own_templates<'c>(
+    chart: &'c Chart,
+    full_path: &str,
+) -> impl Iterator<Item = (String, Cow<'c, str>)> {
+    let library = chart.metadata.chart_type.eq_ignore_ascii_case("library");
+    chart
+        .templates
+        .iter()
+        .filter(move |t| !library || base_name(&t.name).starts_with('_'))
+        .map(move |t| {
+            (
+                path_join(full_path, &t.name),
+                // `from_utf8` first: its word-at-a-time ASCII check is several
+                // times cheaper than the lossy decoder on megabytes of CRDs.
+                match std::str::from_utf8(&t.data) {
+                    Ok(s) => Cow::Borrowed(s),
+                    Err(_) => String::from_utf8_lossy(&t.data),
+                },
+            )
+        })
 }
 
 /// `chartutil.Values.Table("Values." + name)`: the parent's table for the
@@ -288,15 +521,11 @@ fn values_table(parent_values: &Value, name: &str) -> Value {
     }
 }
 
-/// Helm's `sortTemplates`: more path segments first, then reverse
+/// Helm's `sortTemplates` order: more path segments first, then reverse
 /// lexicographic order.
-fn sort_templates<'a>(names: impl Iterator<Item = &'a String>) -> Vec<&'a String> {
-    let mut v: Vec<&String> = names.collect();
-    v.sort_by(|a, b| {
-        let (ca, cb) = (a.matches('/').count(), b.matches('/').count());
-        cb.cmp(&ca).then_with(|| b.as_bytes().cmp(a.as_bytes()))
-    });
-    v
+fn template_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let (ca, cb) = (a.matches('/').count(), b.matches('/').count());
+    cb.cmp(&ca).then_with(|| b.as_bytes().cmp(a.as_bytes()))
 }
 
 fn base_name(p: &str) -> &str {
@@ -599,10 +828,8 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let sorted: Vec<&str> = sort_templates(names.iter())
-            .into_iter()
-            .map(String::as_str)
-            .collect();
+        let mut sorted: Vec<&str> = names.iter().map(String::as_str).collect();
+        sorted.sort_by(|a, b| template_order(a, b));
         assert_eq!(
             sorted,
             vec![
