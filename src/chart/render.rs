@@ -11,16 +11,14 @@
 //! parse and execution errors (`cleanupParseError`, `cleanupExecError`).
 
 use std::any::Any;
-use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::rc::Rc;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 
 use crate::chart::capabilities::Capabilities;
 use crate::chart::files::Files;
 use crate::chart::helmfuncs::{WARN_END, WARN_START, helm_func_map};
-use crate::chart::{Chart, Metadata};
+use crate::chart::{Chart, Data, Metadata};
 use crate::engine::{
     Entries, Env, FuncMap, Map, MapKind, Member, Object, ParsedFile, Templates, Value,
 };
@@ -101,94 +99,24 @@ pub fn render_keeping(
     caps: &Capabilities,
     env: &Env,
 ) -> Result<(BTreeMap<String, String>, RenderState), RenderError> {
-    let ((), parsed) = parse_alongside(chart, 0, || ());
+    let ((), parsed) = ParsePool::new().finish(chart, 0, || ());
     render_parsed(chart, parsed?, values, release, caps, env)
 }
 
 /// Every template of a chart parsed, in Helm's parse order, ready for
-/// [`render_parsed`]. `Send`: it can be built on another thread.
+/// [`render_parsed`].
 pub struct ParsedTemplates {
     funcs: FuncMap,
     /// (template path, its parse) in `sortTemplates` order.
     files: Vec<(String, ParsedFile)>,
 }
 
-/// The template files of a chart tree to parse, shared by the threads
-/// that parse them.
-struct ParseJobs<'c> {
-    funcs: FuncMap,
-    /// Template paths in Helm's parse order, with their texts.
-    files: Vec<(String, Cow<'c, str>)>,
-    /// Indices into `files`, largest text first, so that the last files
-    /// handed out are the small ones and the threads finish together.
-    queue: Vec<usize>,
-    next: AtomicUsize,
-}
-
-/// Parse results of one thread: (index into `ParseJobs::files`, result).
-type ParsePart = Vec<(usize, Result<ParsedFile, crate::engine::Error>)>;
-
-impl ParseJobs<'_> {
-    fn total_bytes(&self) -> usize {
-        self.files.iter().map(|(_, t)| t.len()).sum()
-    }
-
-    /// Take files from the shared queue until it is empty.
-    fn work(&self) -> ParsePart {
-        let mut out = Vec::new();
-        loop {
-            let i = self.next.fetch_add(1, Ordering::Relaxed);
-            let Some(&idx) = self.queue.get(i) else {
-                return out;
-            };
-            let (name, text) = &self.files[idx];
-            out.push((idx, Templates::parse_file(name, text, &self.funcs)));
-        }
-    }
-
-    /// The parses back in Helm's order; the first file (in that order)
-    /// that failed to parse is the error, as when Helm parses one file
-    /// after the other and stops at the first failure.
-    fn finish(self, parts: Vec<ParsePart>) -> Result<ParsedTemplates, RenderError> {
-        let mut slots: Vec<Option<Result<ParsedFile, crate::engine::Error>>> =
-            std::iter::repeat_with(|| None)
-                .take(self.files.len())
-                .collect();
-        for (idx, r) in parts.into_iter().flatten() {
-            slots[idx] = Some(r);
-        }
-        let mut files = Vec::with_capacity(self.files.len());
-        for ((name, _), slot) in self.files.into_iter().zip(slots) {
-            match slot {
-                Some(Ok(p)) => files.push((name, p)),
-                Some(Err(e)) => {
-                    return Err(RenderError::Parse(cleanup_parse_error(
-                        &name,
-                        &e.to_string(),
-                    )));
-                }
-                // Every index is handed out exactly once and every worker's
-                // part is collected, so each slot is filled.
-                None => {
-                    return Err(RenderError::Parse(format!(
-                        "parse error in ({name}): template was not parsed"
-                    )));
-                }
-            }
-        }
-        Ok(ParsedTemplates {
-            funcs: self.funcs,
-            files,
-        })
-    }
-}
-
 /// Template bytes below which parsing is not worth another thread: a
-/// thread costs some 30–60 µs to start and join, about what parsing 30 KB
-/// of typical chart templates takes.
-const MIN_PARALLEL_BYTES: usize = 32 * 1024;
+/// thread costs some 30–60 µs to start and join, about what parsing 1 KB
+/// of typical chart templates takes (some 135 instructions a byte).
+const MIN_PARALLEL_BYTES: usize = 8 * 1024;
 /// Template bytes each extra parsing thread should have at least.
-const BYTES_PER_THREAD: usize = 24 * 1024;
+const BYTES_PER_THREAD: usize = 4 * 1024;
 /// At most this many threads in all; parsing stops scaling well before.
 const MAX_THREADS: usize = 8;
 /// Stack of the worker threads: what the main thread usually has, as the
@@ -196,103 +124,282 @@ const MAX_THREADS: usize = 8;
 /// stack with `stacker`).
 const WORKER_STACK: usize = 8 * 1024 * 1024;
 
-/// Parse every template of `chart`, running `other` at the same time on
-/// another thread when the machine has a core to spare and the work is
-/// worth a thread; `other_cost` is `other`'s work in template-parsing
-/// bytes (a rough equivalent), used only to decide that. Parsing is
-/// spread over the available cores too (the thread of `other` joins in
-/// when `other` is done). Returns what `other` returned and the parse;
-/// the result is the same whatever the number of threads.
-pub fn parse_alongside<T: Send>(
-    chart: &Chart,
-    other_cost: usize,
-    other: impl FnOnce() -> T + Send,
-) -> (T, Result<ParsedTemplates, RenderError>) {
-    let mut texts = BTreeMap::new();
-    collect_templates(chart, None, &mut texts);
-    let mut files: Vec<(String, Cow<'_, str>)> = texts.into_iter().collect();
-    files.sort_by(|a, b| template_order(&a.0, &b.0));
-    let mut order: Vec<usize> = (0..files.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(files[i].1.len()));
-    let jobs = ParseJobs {
-        funcs: helm_func_map(),
-        files,
-        queue: order,
-        next: AtomicUsize::new(0),
-    };
-
-    let cores = std::thread::available_parallelism()
+fn cores() -> usize {
+    std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
-        .min(MAX_THREADS);
-    let bytes = jobs.total_bytes();
-    // Threads worth having for the parse alone (the calling thread is one).
-    let parse_threads = if bytes < MIN_PARALLEL_BYTES {
-        1
-    } else {
-        (bytes / BYTES_PER_THREAD).clamp(1, cores)
-    };
-    let spawn_other = cores > 1 && other_cost.min(bytes) >= MIN_PARALLEL_BYTES / 2;
-    if !spawn_other && parse_threads <= 1 {
-        let t = other();
-        let part = jobs.work();
-        return (t, jobs.finish(vec![part]));
+        .min(MAX_THREADS)
+}
+
+/// Parse results of one thread: (job id, result).
+type ParsePart = Vec<(usize, Result<ParsedFile, crate::engine::Error>)>;
+
+/// Template files parsed on worker threads while the caller goes on with
+/// other work: files can be handed in as soon as they are known (the top
+/// chart's templates right after loading, before the dependency processing
+/// decides which subcharts render), and [`ParsePool::finish`] parses the
+/// rest and returns the set in Helm's order. Whatever the threads, the
+/// result is that of parsing the final chart's files one after the other.
+pub struct ParsePool {
+    shared: Arc<PoolShared>,
+    workers: Vec<std::thread::JoinHandle<ParsePart>>,
+}
+
+struct PoolShared {
+    funcs: FuncMap,
+    state: Mutex<PoolState>,
+    ready: Condvar,
+}
+
+#[derive(Default)]
+struct PoolState {
+    /// Every file handed in, by job id: template path and bytes.
+    jobs: Vec<(String, Data)>,
+    /// Ids not yet taken, largest file first once sorted by `finish`.
+    queue: VecDeque<usize>,
+    /// No more jobs will come: idle workers exit.
+    closed: bool,
+}
+
+impl PoolShared {
+    /// Take jobs until the queue is closed and empty.
+    fn work(&self) -> ParsePart {
+        let mut out = Vec::new();
+        loop {
+            let (id, name, data) = {
+                let Ok(mut st) = self.state.lock() else {
+                    return out;
+                };
+                loop {
+                    if let Some(id) = st.queue.pop_front() {
+                        let (name, data) = st.jobs[id].clone();
+                        break (id, name, data);
+                    }
+                    if st.closed {
+                        return out;
+                    }
+                    st = match self.ready.wait(st) {
+                        Ok(st) => st,
+                        Err(_) => return out,
+                    };
+                }
+            };
+            let parsed = Templates::parse_file_bytes(&name, data.shared(), &self.funcs);
+            out.push((id, parsed));
+        }
     }
-    // The thread running `other` parses too once `other` is done. `other`
-    // waits in a slot so that it still runs here if no thread starts.
-    let extra = parse_threads.saturating_sub(1 + usize::from(spawn_other));
-    let slot = Mutex::new(Some(other));
-    let take = || slot.lock().ok().and_then(|mut o| o.take());
-    let (mut result, mut parts) = (None, Vec::new());
-    std::thread::scope(|s| {
-        let jobs = &jobs;
-        let mut handles = Vec::new();
-        let mut other_started = false;
-        let threads = usize::from(spawn_other) + extra;
-        for n in 0..threads {
-            let with_other = spawn_other && n == 0;
+
+    fn close(&self) {
+        if let Ok(mut st) = self.state.lock() {
+            st.closed = true;
+        }
+        self.ready.notify_all();
+    }
+}
+
+impl Default for ParsePool {
+    fn default() -> Self {
+        ParsePool::new()
+    }
+}
+
+impl ParsePool {
+    /// A pool without threads yet.
+    pub fn new() -> ParsePool {
+        ParsePool {
+            shared: Arc::new(PoolShared {
+                funcs: helm_func_map(),
+                state: Mutex::new(PoolState::default()),
+                ready: Condvar::new(),
+            }),
+            workers: Vec::new(),
+        }
+    }
+
+    /// A pool already parsing the top chart's own templates (whose paths
+    /// the dependency processing does not change) on the spare cores, when
+    /// they are worth it.
+    pub fn start(chart: &Chart) -> ParsePool {
+        let mut pool = ParsePool::new();
+        let files: Vec<(String, Data)> = own_templates(chart, chart.name()).collect();
+        let bytes: usize = files.iter().map(|(_, d)| d.len()).sum();
+        let threads = if bytes < MIN_PARALLEL_BYTES {
+            0
+        } else {
+            (bytes / BYTES_PER_THREAD).min(cores() - 1)
+        };
+        if threads == 0 {
+            return pool;
+        }
+        pool.push(files);
+        pool.spawn_workers(threads);
+        pool
+    }
+
+    /// Start `n` more threads taking files from the queue. A thread that
+    /// cannot be started leaves its share to the others.
+    fn spawn_workers(&mut self, n: usize) {
+        for _ in 0..n {
+            let shared = self.shared.clone();
             let h = std::thread::Builder::new()
                 .stack_size(WORKER_STACK)
-                .spawn_scoped(s, move || {
-                    let t = if with_other {
-                        take().map(|f| f())
-                    } else {
-                        None
-                    };
-                    (t, jobs.work())
-                });
-            // No thread to be had: the work stays for this one.
+                .spawn(move || shared.work());
             if let Ok(h) = h {
-                other_started |= with_other;
-                handles.push(h);
+                self.workers.push(h);
             }
         }
-        if !other_started && let Some(f) = take() {
-            result = Some(f());
-        }
-        parts.push(jobs.work());
-        for h in handles {
-            match h.join() {
-                Ok((t, part)) => {
-                    if t.is_some() {
-                        result = t;
-                    }
-                    parts.push(part);
+    }
+
+    /// Queue `files`, largest first; returns their job ids, in the order
+    /// of `files`.
+    fn push(&self, files: Vec<(String, Data)>) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..files.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(files[i].1.len()));
+        let n = files.len();
+        let Ok(mut st) = self.shared.state.lock() else {
+            return Vec::new();
+        };
+        let base = st.jobs.len();
+        st.jobs.extend(files);
+        st.queue.extend(order.into_iter().map(|i| base + i));
+        drop(st);
+        self.shared.ready.notify_all();
+        (base..base + n).collect()
+    }
+
+    /// Parse every template of `chart` (the files handed in before are not
+    /// parsed again) while this thread runs `other`, then help parse what
+    /// is left. `other_cost` is `other`'s work in template-parsing bytes (a
+    /// rough equivalent), used only to decide how many threads are worth
+    /// starting. `other` runs here rather than on a worker so that the
+    /// memory it frees is reused by what this thread does next (each
+    /// thread allocates from its own malloc arena). Returns what `other`
+    /// returned and the parse; among files that do not parse, the first in
+    /// Helm's order is the error, as when Helm stops at the first one.
+    pub fn finish<T>(
+        mut self,
+        chart: &Chart,
+        other_cost: usize,
+        other: impl FnOnce() -> T,
+    ) -> (T, Result<ParsedTemplates, RenderError>) {
+        let mut all = BTreeMap::new();
+        collect_templates(chart, None, &mut all);
+        let mut files: Vec<(String, Data)> = all.into_iter().collect();
+        files.sort_by(|a, b| template_order(&a.0, &b.0));
+
+        // Which files are already in the pool (same path, same bytes).
+        let known: HashMap<String, (usize, Arc<[u8]>)> = match self.shared.state.lock() {
+            Ok(st) => st
+                .jobs
+                .iter()
+                .enumerate()
+                .map(|(id, (n, d))| (n.clone(), (id, d.shared().clone())))
+                .collect(),
+            Err(_) => HashMap::new(),
+        };
+        let mut ids: Vec<Option<usize>> = Vec::with_capacity(files.len());
+        let (mut new_files, mut new_pos) = (Vec::new(), Vec::new());
+        for (pos, (name, data)) in files.iter().enumerate() {
+            match known.get(name) {
+                Some((id, bytes)) if Arc::ptr_eq(bytes, data.shared()) => ids.push(Some(*id)),
+                _ => {
+                    new_files.push((name.clone(), data.clone()));
+                    new_pos.push(pos);
+                    ids.push(None);
                 }
+            }
+        }
+        let bytes: usize = files.iter().map(|(_, d)| d.len()).sum();
+        for (pos, id) in new_pos.into_iter().zip(self.push(new_files)) {
+            ids[pos] = Some(id);
+        }
+        self.shared.close();
+
+        // Threads besides this one: one per share of the parse, and one to
+        // parse while `other` runs here when that is worth it.
+        let cores = cores();
+        let mut threads = if bytes < MIN_PARALLEL_BYTES {
+            0
+        } else {
+            (bytes / BYTES_PER_THREAD).min(cores) - 1
+        };
+        if cores > 1 && other_cost.min(bytes) >= MIN_PARALLEL_BYTES / 2 {
+            threads = threads.max(1);
+        }
+        self.spawn_workers(threads.saturating_sub(self.workers.len()));
+
+        let result = other();
+        let mut parts = vec![self.shared.work()];
+        for h in std::mem::take(&mut self.workers) {
+            match h.join() {
+                Ok(part) => parts.push(part),
                 Err(panic) => std::panic::resume_unwind(panic),
             }
         }
-    });
-    // `other` ran exactly once, here or on the thread it was given to
-    // (whose panic was passed on above).
-    match result {
-        Some(t) => (t, jobs.finish(parts)),
-        None => unreachable!("`other` runs on this thread or a joined one"),
+        (result, self.collect(files, &ids, parts))
+    }
+
+    /// The parses of `files` (job ids `ids`) in Helm's order.
+    fn collect(
+        mut self,
+        files: Vec<(String, Data)>,
+        ids: &[Option<usize>],
+        parts: Vec<ParsePart>,
+    ) -> Result<ParsedTemplates, RenderError> {
+        let mut slots: HashMap<usize, Result<ParsedFile, crate::engine::Error>> =
+            parts.into_iter().flatten().collect();
+        let mut out = Vec::with_capacity(files.len());
+        for ((name, _), id) in files.into_iter().zip(ids) {
+            match id.and_then(|id| slots.remove(&id)) {
+                Some(Ok(p)) => out.push((name, p)),
+                Some(Err(e)) => {
+                    return Err(RenderError::Parse(cleanup_parse_error(
+                        &name,
+                        &e.to_string(),
+                    )));
+                }
+                // Every job is taken exactly once and every worker's part
+                // is collected, so each file has its parse.
+                None => {
+                    return Err(RenderError::Parse(format!(
+                        "parse error in ({name}): template was not parsed"
+                    )));
+                }
+            }
+        }
+        // Every worker is joined: the function table is ours again.
+        let shared = std::mem::replace(
+            &mut self.shared,
+            Arc::new(PoolShared {
+                funcs: FuncMap::default(),
+                state: Mutex::new(PoolState::default()),
+                ready: Condvar::new(),
+            }),
+        );
+        let funcs = match Arc::try_unwrap(shared) {
+            Ok(s) => s.funcs,
+            Err(_) => helm_func_map(),
+        };
+        Ok(ParsedTemplates { funcs, files: out })
+    }
+}
+
+impl Drop for ParsePool {
+    /// A run that fails before `finish`: stop the workers after the file
+    /// each is parsing.
+    fn drop(&mut self) {
+        if let Ok(mut st) = self.shared.state.lock() {
+            st.queue.clear();
+        }
+        self.shared.close();
+        for h in std::mem::take(&mut self.workers) {
+            let _ = h.join();
+        }
     }
 }
 
 /// Execute the parsed templates of `chart` over `values` (the second half of
-/// [`render_keeping`]); `parsed` must come from [`parse_alongside`] on the
+/// [`render_keeping`]); `parsed` must come from [`ParsePool::finish`] on the
 /// same chart.
 pub fn render_parsed(
     chart: &Chart,
@@ -451,14 +558,10 @@ fn rec_all_templates(
     next
 }
 
-/// Helm's `recAllTpls` reduced to the texts: every template of `chart` and
+/// Helm's `recAllTpls` reduced to the files: every template of `chart` and
 /// its subcharts by template path, visited in the same order (a path seen
 /// twice keeps the later file, as in Helm's map).
-fn collect_templates<'c>(
-    chart: &'c Chart,
-    parent_path: Option<&str>,
-    out: &mut BTreeMap<String, Cow<'c, str>>,
-) {
+fn collect_templates(chart: &Chart, parent_path: Option<&str>, out: &mut BTreeMap<String, Data>) {
     let full_path = chart_path(parent_path, chart);
     for child in &chart.dependencies {
         collect_templates(child, Some(&full_path), out);
@@ -475,27 +578,18 @@ fn chart_path(parent_path: Option<&str>, chart: &Chart) -> String {
 }
 
 /// The templates `chart` itself contributes (a library chart only its
-/// `_*` files), by template path, with their texts.
+/// `_*` files), by template path.
 fn own_templates<'c>(
     chart: &'c Chart,
     full_path: &str,
-) -> impl Iterator<Item = (String, Cow<'c, str>)> {
+) -> impl Iterator<Item = (String, Data)> + 'c {
     let library = chart.metadata.chart_type.eq_ignore_ascii_case("library");
+    let full_path = full_path.to_string();
     chart
         .templates
         .iter()
         .filter(move |t| !library || base_name(&t.name).starts_with('_'))
-        .map(move |t| {
-            (
-                path_join(full_path, &t.name),
-                // `from_utf8` first: its word-at-a-time ASCII check is several
-                // times cheaper than the lossy decoder on megabytes of CRDs.
-                match std::str::from_utf8(&t.data) {
-                    Ok(s) => Cow::Borrowed(s),
-                    Err(_) => String::from_utf8_lossy(&t.data),
-                },
-            )
-        })
+        .map(move |t| (path_join(&full_path, &t.name), t.data.clone()))
 }
 
 /// `chartutil.Values.Table("Values." + name)`: the parent's table for the

@@ -177,6 +177,9 @@ pub fn run_keeping(
         "" | "application" => {}
         other => return Err(err(format!("{other} charts are not installable"))),
     }
+    // The top chart's templates parse on the spare cores from here on
+    // (their paths do not depend on the dependency processing).
+    let pool = render::ParsePool::start(&chart);
     if chart.metadata.deprecated {
         let _ = writeln!(log, "WARNING: This chart is deprecated");
     }
@@ -209,19 +212,14 @@ pub fn run_keeping(
     // validates before it parses, so a values error wins over a parse error.
     crate::chart::dependencies::process_dependencies(&mut chart, &user_values, &mut warn)
         .map_err(|e| err(e.to_string()))?;
-    let (chart_ref, user_ref, skip) = (&chart, &user_values, s.skip_schema_validation);
-    let ((values, warnings), parsed) =
-        render::parse_alongside(&chart, values_cost(&chart), move || {
-            let mut warnings: Vec<String> = Vec::new();
-            let values =
-                crate::chart::coalesce::render_values(chart_ref, user_ref, skip, &mut |w: &str| {
-                    warnings.push(w.to_string())
-                });
-            (values, warnings)
-        });
-    for w in &warnings {
-        warn(w);
-    }
+    let (values, parsed) = pool.finish(&chart, values_cost(&chart), || {
+        crate::chart::coalesce::render_values(
+            &chart,
+            &user_values,
+            s.skip_schema_validation,
+            &mut warn,
+        )
+    });
     let values = values.map_err(|e| err(e.to_string()))?;
     let release = ReleaseOptions {
         name: name.clone(),
@@ -318,7 +316,8 @@ pub fn run_keeping(
 /// The work of [`crate::chart::coalesce::render_values`] on `chart`, as
 /// the bytes of template text that take about as long to parse (a rough
 /// figure from the corpus: a values node costs some 32 template bytes, a
-/// schema byte one), to decide whether it is worth a thread of its own.
+/// schema byte one), to decide whether a thread should parse templates
+/// while it runs.
 fn values_cost(chart: &Chart) -> usize {
     fn nodes(y: &crate::yaml::Yaml) -> usize {
         match y {

@@ -15,15 +15,17 @@ use super::funcs::FuncDef;
 /// (Go's `Tree.ParseName`: the top-level template of the `Parse` call).
 pub struct Source {
     pub name: Arc<str>,
-    pub text: Arc<str>,
+    /// The UTF-8 text, as bytes so that it can be the very buffer a chart
+    /// file was read into (no copy of every template).
+    pub text: Arc<[u8]>,
 }
 
 impl Source {
     /// Go's `ErrorContext` location: 1-based line, 0-based byte column.
     pub fn line_col(&self, pos: usize) -> (usize, usize) {
         let text = &self.text[..pos.min(self.text.len())];
-        let line = 1 + text.bytes().filter(|b| *b == b'\n').count();
-        let col = match text.rfind('\n') {
+        let line = 1 + text.iter().filter(|b| **b == b'\n').count();
+        let col = match text.iter().rposition(|b| *b == b'\n') {
             Some(i) => pos - (i + 1),
             None => pos,
         };

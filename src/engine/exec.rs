@@ -43,13 +43,6 @@ pub struct ParsedFile {
     trees: Vec<Tree>,
 }
 
-impl ParsedFile {
-    /// Bytes of template text this file was parsed from.
-    pub fn source_len(&self) -> usize {
-        self.trees.first().map_or(0, |t| t.src.text.len())
-    }
-}
-
 // Parsing happens on worker threads in `chart`; keep the AST free of `Rc`.
 const _: fn() = || {
     fn send_sync<T: Send + Sync>() {}
@@ -94,6 +87,21 @@ impl Templates {
     /// the same namespace (the override rules apply when adding).
     pub fn parse_file(name: &str, text: &str, funcs: &FuncMap) -> Result<ParsedFile, Error> {
         parse::parse(name, text, funcs).map(|trees| ParsedFile { trees })
+    }
+
+    /// [`Templates::parse_file`] of a file's bytes, decoded as Helm's
+    /// loader does (invalid UTF-8 becomes U+FFFD); valid UTF-8 is parsed
+    /// in place and kept by the trees, not copied.
+    pub fn parse_file_bytes(
+        name: &str,
+        bytes: &Arc<[u8]>,
+        funcs: &FuncMap,
+    ) -> Result<ParsedFile, Error> {
+        let trees = match std::str::from_utf8(bytes) {
+            Ok(text) => parse::parse_kept(name, text, bytes.clone(), funcs),
+            Err(_) => parse::parse(name, &String::from_utf8_lossy(bytes), funcs),
+        };
+        trees.map(|trees| ParsedFile { trees })
     }
 
     /// Add a file parsed by [`Templates::parse_file`] (with this set's

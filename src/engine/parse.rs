@@ -16,9 +16,20 @@ use super::lexer::{Item, ItemType, lex};
 /// the top-level one included, in definition order (Go's `treeSet`, with
 /// its "multiple definition" rule applied).
 pub fn parse(name: &str, text: &str, funcs: &FuncMap) -> Result<Vec<Tree>, Error> {
+    parse_kept(name, text, Arc::from(text.as_bytes()), funcs)
+}
+
+/// [`parse`], the trees keeping `bytes` (which hold `text`) as their
+/// source text.
+pub fn parse_kept(
+    name: &str,
+    text: &str,
+    bytes: Arc<[u8]>,
+    funcs: &FuncMap,
+) -> Result<Vec<Tree>, Error> {
     let src = Arc::new(Source {
         name: Arc::from(name),
-        text: Arc::from(text),
+        text: bytes,
     });
     let break_ok = !has_function(funcs, "break");
     let continue_ok = !has_function(funcs, "continue");
