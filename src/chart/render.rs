@@ -11,14 +11,17 @@
 //! parse and execution errors (`cleanupParseError`, `cleanupExecError`).
 
 use std::any::Any;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::rc::Rc;
+use std::sync::{Arc, Condvar, Mutex};
 
 use crate::chart::capabilities::Capabilities;
 use crate::chart::files::Files;
 use crate::chart::helmfuncs::{WARN_END, WARN_START, helm_func_map};
-use crate::chart::{Chart, Metadata};
-use crate::engine::{Entries, Env, Map, MapKind, Member, Object, Value};
+use crate::chart::{Chart, Data, Metadata};
+use crate::engine::{
+    Entries, Env, FuncMap, Map, MapKind, Member, Object, ParsedFile, Templates, Value,
+};
 use crate::yaml::{Mapping, Yaml};
 
 /// Helm's `chartutil.ReleaseOptions` (revision is always 1 for `template`).
@@ -48,12 +51,9 @@ pub enum RenderError {
     NotUtf8(String),
 }
 
-/// One file to render: its text, the top-level data of its chart, and the
-/// chart's templates directory.
-struct Renderable<'c> {
-    /// The template's text, borrowed from the chart unless it had to be
-    /// repaired (invalid UTF-8).
-    text: std::borrow::Cow<'c, str>,
+/// One file to render: the top-level data of its chart, and the chart's
+/// templates directory.
+struct Renderable {
     vals: Rc<Map>,
     base_path: String,
 }
@@ -99,45 +99,351 @@ pub fn render_keeping(
     caps: &Capabilities,
     env: &Env,
 ) -> Result<(BTreeMap<String, String>, RenderState), RenderError> {
+    let ((), parsed) = ParsePool::new().finish(chart, 0, || ());
+    render_parsed(chart, parsed?, values, release, caps, env)
+}
+
+/// Every template of a chart parsed, in Helm's parse order, ready for
+/// [`render_parsed`].
+pub struct ParsedTemplates {
+    funcs: FuncMap,
+    /// (template path, its parse) in `sortTemplates` order.
+    files: Vec<(String, ParsedFile)>,
+}
+
+/// Template bytes below which parsing is not worth another thread: a
+/// thread costs some 30–60 µs to start and join, about what parsing 1 KB
+/// of typical chart templates takes (some 135 instructions a byte).
+const MIN_PARALLEL_BYTES: usize = 8 * 1024;
+/// Template bytes each extra parsing thread should have at least.
+const BYTES_PER_THREAD: usize = 4 * 1024;
+/// At most this many threads in all; parsing stops scaling well before.
+const MAX_THREADS: usize = 8;
+/// Stack of the worker threads: what the main thread usually has, as the
+/// values code recurses over nested values (the parser grows its own
+/// stack with `stacker`).
+const WORKER_STACK: usize = 8 * 1024 * 1024;
+
+fn cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(MAX_THREADS)
+}
+
+/// Parse results of one thread: (job id, result).
+type ParsePart = Vec<(usize, Result<ParsedFile, crate::engine::Error>)>;
+
+/// Template files parsed on worker threads while the caller goes on with
+/// other work: files can be handed in as soon as they are known (the top
+/// chart's templates right after loading, before the dependency processing
+/// decides which subcharts render), and [`ParsePool::finish`] parses the
+/// rest and returns the set in Helm's order. Whatever the threads, the
+/// result is that of parsing the final chart's files one after the other.
+pub struct ParsePool {
+    shared: Arc<PoolShared>,
+    workers: Vec<std::thread::JoinHandle<ParsePart>>,
+}
+
+struct PoolShared {
+    funcs: FuncMap,
+    state: Mutex<PoolState>,
+    ready: Condvar,
+}
+
+#[derive(Default)]
+struct PoolState {
+    /// Every file handed in, by job id: template path and bytes.
+    jobs: Vec<(String, Data)>,
+    /// Ids not yet taken, largest file first once sorted by `finish`.
+    queue: VecDeque<usize>,
+    /// No more jobs will come: idle workers exit.
+    closed: bool,
+}
+
+impl PoolShared {
+    /// Take jobs until the queue is closed and empty.
+    fn work(&self) -> ParsePart {
+        let mut out = Vec::new();
+        loop {
+            let (id, name, data) = {
+                let Ok(mut st) = self.state.lock() else {
+                    return out;
+                };
+                loop {
+                    if let Some(id) = st.queue.pop_front() {
+                        let (name, data) = st.jobs[id].clone();
+                        break (id, name, data);
+                    }
+                    if st.closed {
+                        return out;
+                    }
+                    st = match self.ready.wait(st) {
+                        Ok(st) => st,
+                        Err(_) => return out,
+                    };
+                }
+            };
+            let parsed = Templates::parse_file_bytes(&name, data.shared(), &self.funcs);
+            out.push((id, parsed));
+        }
+    }
+
+    fn close(&self) {
+        if let Ok(mut st) = self.state.lock() {
+            st.closed = true;
+        }
+        self.ready.notify_all();
+    }
+}
+
+impl Default for ParsePool {
+    fn default() -> Self {
+        ParsePool::new()
+    }
+}
+
+impl ParsePool {
+    /// A pool without threads yet.
+    pub fn new() -> ParsePool {
+        ParsePool {
+            shared: Arc::new(PoolShared {
+                funcs: helm_func_map(),
+                state: Mutex::new(PoolState::default()),
+                ready: Condvar::new(),
+            }),
+            workers: Vec::new(),
+        }
+    }
+
+    /// A pool already parsing the top chart's own templates (whose paths
+    /// the dependency processing does not change) on the spare cores, when
+    /// they are worth it.
+    pub fn start(chart: &Chart) -> ParsePool {
+        let mut pool = ParsePool::new();
+        let files: Vec<(String, Data)> = own_templates(chart, chart.name()).collect();
+        let bytes: usize = files.iter().map(|(_, d)| d.len()).sum();
+        let threads = if bytes < MIN_PARALLEL_BYTES {
+            0
+        } else {
+            (bytes / BYTES_PER_THREAD).min(cores() - 1)
+        };
+        if threads == 0 {
+            return pool;
+        }
+        pool.push(files);
+        pool.spawn_workers(threads);
+        pool
+    }
+
+    /// Start `n` more threads taking files from the queue. A thread that
+    /// cannot be started leaves its share to the others.
+    fn spawn_workers(&mut self, n: usize) {
+        for _ in 0..n {
+            let shared = self.shared.clone();
+            let h = std::thread::Builder::new()
+                .stack_size(WORKER_STACK)
+                .spawn(move || shared.work());
+            if let Ok(h) = h {
+                self.workers.push(h);
+            }
+        }
+    }
+
+    /// Queue `files`, largest first; returns their job ids, in the order
+    /// of `files`.
+    fn push(&self, files: Vec<(String, Data)>) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..files.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(files[i].1.len()));
+        let n = files.len();
+        let Ok(mut st) = self.shared.state.lock() else {
+            return Vec::new();
+        };
+        let base = st.jobs.len();
+        st.jobs.extend(files);
+        st.queue.extend(order.into_iter().map(|i| base + i));
+        drop(st);
+        self.shared.ready.notify_all();
+        (base..base + n).collect()
+    }
+
+    /// Parse every template of `chart` (the files handed in before are not
+    /// parsed again) while this thread runs `other`, then help parse what
+    /// is left. `other_cost` is `other`'s work in template-parsing bytes (a
+    /// rough equivalent), used only to decide how many threads are worth
+    /// starting. `other` runs here rather than on a worker so that the
+    /// memory it frees is reused by what this thread does next (each
+    /// thread allocates from its own malloc arena). Returns what `other`
+    /// returned and the parse; among files that do not parse, the first in
+    /// Helm's order is the error, as when Helm stops at the first one.
+    pub fn finish<T>(
+        mut self,
+        chart: &Chart,
+        other_cost: usize,
+        other: impl FnOnce() -> T,
+    ) -> (T, Result<ParsedTemplates, RenderError>) {
+        let mut all = BTreeMap::new();
+        collect_templates(chart, None, &mut all);
+        let mut files: Vec<(String, Data)> = all.into_iter().collect();
+        files.sort_by(|a, b| template_order(&a.0, &b.0));
+
+        // Which files are already in the pool (same path, same bytes).
+        let known: HashMap<String, (usize, Arc<[u8]>)> = match self.shared.state.lock() {
+            Ok(st) => st
+                .jobs
+                .iter()
+                .enumerate()
+                .map(|(id, (n, d))| (n.clone(), (id, d.shared().clone())))
+                .collect(),
+            Err(_) => HashMap::new(),
+        };
+        let mut ids: Vec<Option<usize>> = Vec::with_capacity(files.len());
+        let (mut new_files, mut new_pos) = (Vec::new(), Vec::new());
+        for (pos, (name, data)) in files.iter().enumerate() {
+            match known.get(name) {
+                Some((id, bytes)) if Arc::ptr_eq(bytes, data.shared()) => ids.push(Some(*id)),
+                _ => {
+                    new_files.push((name.clone(), data.clone()));
+                    new_pos.push(pos);
+                    ids.push(None);
+                }
+            }
+        }
+        let bytes: usize = files.iter().map(|(_, d)| d.len()).sum();
+        for (pos, id) in new_pos.into_iter().zip(self.push(new_files)) {
+            ids[pos] = Some(id);
+        }
+        self.shared.close();
+
+        // Threads besides this one: one per share of the parse, and one to
+        // parse while `other` runs here when that is worth it.
+        let cores = cores();
+        let mut threads = if bytes < MIN_PARALLEL_BYTES {
+            0
+        } else {
+            (bytes / BYTES_PER_THREAD).min(cores) - 1
+        };
+        if cores > 1 && other_cost.min(bytes) >= MIN_PARALLEL_BYTES / 2 {
+            threads = threads.max(1);
+        }
+        self.spawn_workers(threads.saturating_sub(self.workers.len()));
+
+        let result = other();
+        let mut parts = vec![self.shared.work()];
+        for h in std::mem::take(&mut self.workers) {
+            match h.join() {
+                Ok(part) => parts.push(part),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        (result, self.collect(files, &ids, parts))
+    }
+
+    /// The parses of `files` (job ids `ids`) in Helm's order.
+    fn collect(
+        mut self,
+        files: Vec<(String, Data)>,
+        ids: &[Option<usize>],
+        parts: Vec<ParsePart>,
+    ) -> Result<ParsedTemplates, RenderError> {
+        let mut slots: HashMap<usize, Result<ParsedFile, crate::engine::Error>> =
+            parts.into_iter().flatten().collect();
+        let mut out = Vec::with_capacity(files.len());
+        for ((name, _), id) in files.into_iter().zip(ids) {
+            match id.and_then(|id| slots.remove(&id)) {
+                Some(Ok(p)) => out.push((name, p)),
+                Some(Err(e)) => {
+                    return Err(RenderError::Parse(cleanup_parse_error(
+                        &name,
+                        &e.to_string(),
+                    )));
+                }
+                // Every job is taken exactly once and every worker's part
+                // is collected, so each file has its parse.
+                None => {
+                    return Err(RenderError::Parse(format!(
+                        "parse error in ({name}): template was not parsed"
+                    )));
+                }
+            }
+        }
+        // Every worker is joined: the function table is ours again.
+        let shared = std::mem::replace(
+            &mut self.shared,
+            Arc::new(PoolShared {
+                funcs: FuncMap::default(),
+                state: Mutex::new(PoolState::default()),
+                ready: Condvar::new(),
+            }),
+        );
+        let funcs = match Arc::try_unwrap(shared) {
+            Ok(s) => s.funcs,
+            Err(_) => helm_func_map(),
+        };
+        Ok(ParsedTemplates { funcs, files: out })
+    }
+}
+
+impl Drop for ParsePool {
+    /// A run that fails before `finish`: stop the workers after the file
+    /// each is parsing.
+    fn drop(&mut self) {
+        if let Ok(mut st) = self.shared.state.lock() {
+            st.queue.clear();
+        }
+        self.shared.close();
+        for h in std::mem::take(&mut self.workers) {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Execute the parsed templates of `chart` over `values` (the second half of
+/// [`render_keeping`]); `parsed` must come from [`ParsePool::finish`] on the
+/// same chart.
+pub fn render_parsed(
+    chart: &Chart,
+    parsed: ParsedTemplates,
+    values: Value,
+    release: &ReleaseOptions,
+    caps: &Capabilities,
+    env: &Env,
+) -> Result<(BTreeMap<String, String>, RenderState), RenderError> {
     let shared = Shared {
         release: release_value(release),
         capabilities: caps.to_value(),
     };
-    let mut templates: BTreeMap<String, Renderable<'_>> = BTreeMap::new();
+    let mut templates: BTreeMap<String, Renderable> = BTreeMap::new();
     rec_all_templates(chart, None, &values, &shared, &mut templates);
 
-    let funcs = Rc::new(helm_func_map());
-    let mut set = crate::engine::Templates::new(funcs);
-    let keys = sort_templates(templates.keys());
-    for name in &keys {
-        let Some(r) = templates.get(*name) else {
-            continue;
-        };
-        set.parse(name, &r.text)
-            .map_err(|e| RenderError::Parse(cleanup_parse_error(name, &e.to_string())))?;
+    let mut set = Templates::new(Rc::new(parsed.funcs));
+    let mut keys = Vec::with_capacity(parsed.files.len());
+    for (name, file) in parsed.files {
+        set.add(file);
+        keys.push(name);
     }
 
     let mut rendered = BTreeMap::new();
     let mut not_utf8: Option<String> = None;
     for name in keys {
-        if base_name(name).starts_with('_') {
+        if base_name(&name).starts_with('_') {
             continue;
         }
-        let Some(r) = templates.get(name) else {
+        let Some(r) = templates.get(&name) else {
             continue;
         };
         // Helm sets `.Template` in the chart's shared top-level map just
         // before executing each file.
         let mut t = Entries::new();
-        t.insert(Rc::from("Name"), Value::str(name));
+        t.insert(Rc::from("Name"), Value::str(&name));
         t.insert(Rc::from("BasePath"), Value::str(&r.base_path));
         r.vals.insert(
             "Template",
             Value::Map(Rc::new(Map::new(MapKind::Values, t))),
         );
         let out = set
-            .execute_bytes(name, &Value::Map(r.vals.clone()), env)
-            .map_err(|e| RenderError::Exec(cleanup_exec_error(name, &e.to_string())))?;
+            .execute_bytes(&name, &Value::Map(r.vals.clone()), env)
+            .map_err(|e| RenderError::Exec(cleanup_exec_error(&name, &e.to_string())))?;
         let out = if bstr::ByteSlice::contains_str(&out[..], "<no value>") {
             bstr::ByteSlice::replace(&out[..], "<no value>", "")
         } else {
@@ -157,7 +463,7 @@ pub fn render_keeping(
                 crate::engine::value::go_lossy(e.as_bytes()).into_owned()
             }
         };
-        rendered.insert(name.clone(), text);
+        rendered.insert(name, text);
     }
     if let Some(e) = not_utf8 {
         return Err(RenderError::NotUtf8(e));
@@ -205,12 +511,12 @@ fn release_value(r: &ReleaseOptions) -> Value {
 /// subcharts (each gets the `Values.<name>` table of its parent), and
 /// collect the chart's templates. Returns the chart's data map, which the
 /// parent exposes as `.Subcharts.<name>`.
-fn rec_all_templates<'c>(
-    chart: &'c Chart,
+fn rec_all_templates(
+    chart: &Chart,
     parent_path: Option<&str>,
     parent_values: &Value,
     shared: &Shared,
-    out: &mut BTreeMap<String, Renderable<'c>>,
+    out: &mut BTreeMap<String, Renderable>,
 ) -> Rc<Map> {
     let is_root = parent_path.is_none();
     let values = if is_root {
@@ -218,10 +524,7 @@ fn rec_all_templates<'c>(
     } else {
         values_table(parent_values, chart.name())
     };
-    let full_path = match parent_path {
-        None => chart.name().to_string(),
-        Some(p) => format!("{p}/charts/{}", chart.name()),
-    };
+    let full_path = chart_path(parent_path, chart);
 
     let subcharts = Rc::new(Map::new(MapKind::Any, Entries::new()));
     let next = Rc::new(Map::new(MapKind::Values, Entries::new()));
@@ -243,26 +546,50 @@ fn rec_all_templates<'c>(
         subcharts.insert(child.name(), Value::Map(child_vals));
     }
 
-    let library = chart.metadata.chart_type.eq_ignore_ascii_case("library");
-    for t in &chart.templates {
-        if library && !base_name(&t.name).starts_with('_') {
-            continue;
-        }
+    for name in own_templates(chart, &full_path).map(|(name, _)| name) {
         out.insert(
-            path_join(&full_path, &t.name),
+            name,
             Renderable {
-                // `from_utf8` first: its word-at-a-time ASCII check is several
-                // times cheaper than the lossy decoder on megabytes of CRDs.
-                text: match std::str::from_utf8(&t.data) {
-                    Ok(s) => std::borrow::Cow::Borrowed(s),
-                    Err(_) => String::from_utf8_lossy(&t.data),
-                },
                 vals: next.clone(),
                 base_path: path_join(&full_path, "templates"),
             },
         );
     }
     next
+}
+
+/// Helm's `recAllTpls` reduced to the files: every template of `chart` and
+/// its subcharts by template path, visited in the same order (a path seen
+/// twice keeps the later file, as in Helm's map).
+fn collect_templates(chart: &Chart, parent_path: Option<&str>, out: &mut BTreeMap<String, Data>) {
+    let full_path = chart_path(parent_path, chart);
+    for child in &chart.dependencies {
+        collect_templates(child, Some(&full_path), out);
+    }
+    out.extend(own_templates(chart, &full_path));
+}
+
+/// The chart's path in template names (`top/charts/sub`).
+fn chart_path(parent_path: Option<&str>, chart: &Chart) -> String {
+    match parent_path {
+        None => chart.name().to_string(),
+        Some(p) => format!("{p}/charts/{}", chart.name()),
+    }
+}
+
+/// The templates `chart` itself contributes (a library chart only its
+/// `_*` files), by template path.
+fn own_templates<'c>(
+    chart: &'c Chart,
+    full_path: &str,
+) -> impl Iterator<Item = (String, Data)> + 'c {
+    let library = chart.metadata.chart_type.eq_ignore_ascii_case("library");
+    let full_path = full_path.to_string();
+    chart
+        .templates
+        .iter()
+        .filter(move |t| !library || base_name(&t.name).starts_with('_'))
+        .map(move |t| (path_join(&full_path, &t.name), t.data.clone()))
 }
 
 /// `chartutil.Values.Table("Values." + name)`: the parent's table for the
@@ -288,15 +615,11 @@ fn values_table(parent_values: &Value, name: &str) -> Value {
     }
 }
 
-/// Helm's `sortTemplates`: more path segments first, then reverse
+/// Helm's `sortTemplates` order: more path segments first, then reverse
 /// lexicographic order.
-fn sort_templates<'a>(names: impl Iterator<Item = &'a String>) -> Vec<&'a String> {
-    let mut v: Vec<&String> = names.collect();
-    v.sort_by(|a, b| {
-        let (ca, cb) = (a.matches('/').count(), b.matches('/').count());
-        cb.cmp(&ca).then_with(|| b.as_bytes().cmp(a.as_bytes()))
-    });
-    v
+fn template_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let (ca, cb) = (a.matches('/').count(), b.matches('/').count());
+    cb.cmp(&ca).then_with(|| b.as_bytes().cmp(a.as_bytes()))
 }
 
 fn base_name(p: &str) -> &str {
@@ -599,10 +922,8 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let sorted: Vec<&str> = sort_templates(names.iter())
-            .into_iter()
-            .map(String::as_str)
-            .collect();
+        let mut sorted: Vec<&str> = names.iter().map(String::as_str).collect();
+        sorted.sort_by(|a, b| template_order(a, b));
         assert_eq!(
             sorted,
             vec![

@@ -7,23 +7,25 @@
 //! evaluator does no map look-ups.
 
 use std::fmt;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use super::funcs::FuncDef;
 
 /// The text a tree was parsed from, and the name errors report for it
 /// (Go's `Tree.ParseName`: the top-level template of the `Parse` call).
 pub struct Source {
-    pub name: Rc<str>,
-    pub text: Rc<str>,
+    pub name: Arc<str>,
+    /// The UTF-8 text, as bytes so that it can be the very buffer a chart
+    /// file was read into (no copy of every template).
+    pub text: Arc<[u8]>,
 }
 
 impl Source {
     /// Go's `ErrorContext` location: 1-based line, 0-based byte column.
     pub fn line_col(&self, pos: usize) -> (usize, usize) {
         let text = &self.text[..pos.min(self.text.len())];
-        let line = 1 + text.bytes().filter(|b| *b == b'\n').count();
-        let col = match text.rfind('\n') {
+        let line = 1 + text.iter().filter(|b| **b == b'\n').count();
+        let col = match text.iter().rposition(|b| *b == b'\n') {
             Some(i) => pos - (i + 1),
             None => pos,
         };
@@ -33,8 +35,8 @@ impl Source {
 
 /// A named template: one `define`, `block` or parsed file.
 pub struct Tree {
-    pub name: Rc<str>,
-    pub src: Rc<Source>,
+    pub name: Arc<str>,
+    pub src: Arc<Source>,
     pub root: Vec<Node>,
 }
 
@@ -59,7 +61,7 @@ pub enum Node {
     With(Branch),
     Template {
         pos: usize,
-        name: Rc<str>,
+        name: Arc<str>,
         pipe: Option<Pipe>,
     },
     Break(usize),
@@ -76,7 +78,7 @@ pub struct Branch {
 pub struct Pipe {
     pub pos: usize,
     pub is_assign: bool,
-    pub decl: Vec<Rc<str>>,
+    pub decl: Vec<Arc<str>>,
     pub cmds: Vec<Command>,
 }
 
@@ -101,23 +103,23 @@ pub struct Number {
 pub enum Arg {
     Field {
         pos: usize,
-        idents: Vec<Rc<str>>,
+        idents: Vec<Arc<str>>,
     },
     Chain {
         pos: usize,
         node: Box<Arg>,
-        fields: Vec<Rc<str>>,
+        fields: Vec<Arc<str>>,
     },
     Ident {
         pos: usize,
-        name: Rc<str>,
+        name: Arc<str>,
         callee: Callee,
     },
     Pipe(Box<Pipe>),
     /// `$x.a.b`: `idents[0]` is the variable name.
     Var {
         pos: usize,
-        idents: Vec<Rc<str>>,
+        idents: Vec<Arc<str>>,
     },
     Dot(usize),
     Nil(usize),
@@ -127,7 +129,7 @@ pub enum Arg {
     Str {
         pos: usize,
         quoted: Box<str>,
-        text: Rc<str>,
+        text: Arc<str>,
     },
 }
 
@@ -148,7 +150,7 @@ impl Arg {
     }
 }
 
-fn write_idents(f: &mut fmt::Formatter<'_>, idents: &[Rc<str>]) -> fmt::Result {
+fn write_idents(f: &mut fmt::Formatter<'_>, idents: &[Arc<str>]) -> fmt::Result {
     for (i, id) in idents.iter().enumerate() {
         if i > 0 {
             f.write_str(".")?;

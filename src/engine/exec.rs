@@ -11,6 +11,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use super::ast::{Arg, Branch, Callee, Command, Node, Pipe, Source, Tree, is_empty_tree};
 use super::error::{Error, ErrorData, ErrorKind};
@@ -31,9 +32,23 @@ const MAX_EXEC_DEPTH: usize = 100_000;
 /// which "no template associated with" errors name.
 const ROOT_NAME: &str = "gotpl";
 
-type TreeMap = HashMap<Rc<str>, Rc<Tree>>;
+type TreeMap = HashMap<Arc<str>, Rc<Tree>>;
 /// The trees a `tpl` text parses into, or its parse error.
 type TplParse = Result<Vec<Rc<Tree>>, Error>;
+
+/// The templates defined by one file (the file's own and each
+/// `define`/`block` in it, in definition order), parsed but not yet in a
+/// namespace. `Send`, unlike [`Templates`].
+pub struct ParsedFile {
+    trees: Vec<Tree>,
+}
+
+// Parsing happens on worker threads in `chart`; keep the AST free of `Rc`.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<ParsedFile>();
+    send_sync::<Error>();
+};
 
 /// One template namespace (Go's `*template.Template` common set).
 pub struct Templates {
@@ -42,7 +57,7 @@ pub struct Templates {
     /// `tpl` texts already parsed: text → trees (or the parse error).
     tpl_cache: RefCell<HashMap<Rc<str>, Rc<TplParse>>>,
     /// The name `$`, shared by every execution's variable stack.
-    dollar: Rc<str>,
+    dollar: Arc<str>,
 }
 
 impl Templates {
@@ -51,7 +66,7 @@ impl Templates {
             funcs,
             trees: HashMap::new(),
             tpl_cache: RefCell::new(HashMap::new()),
-            dollar: Rc::from("$"),
+            dollar: Arc::from("$"),
         }
     }
 
@@ -60,11 +75,47 @@ impl Templates {
     /// whitespace-only does not replace an existing one (Go's
     /// `AddParseTree`/`IsEmptyTree` rule); otherwise the later parse wins.
     pub fn parse(&mut self, name: &str, text: &str) -> Result<(), Error> {
-        let trees = parse::parse(name, text, &self.funcs)?;
-        for t in trees {
+        let parsed = Templates::parse_file(name, text, &self.funcs)?;
+        self.add(parsed);
+        Ok(())
+    }
+
+    /// Parse one file on its own, without a namespace: the first half of
+    /// [`Templates::parse`]. The result holds no `Rc`, so files can be
+    /// parsed on several threads; adding the results with
+    /// [`Templates::add`] in the order `parse` would have been called gives
+    /// the same namespace (the override rules apply when adding).
+    pub fn parse_file(name: &str, text: &str, funcs: &FuncMap) -> Result<ParsedFile, Error> {
+        parse::parse(name, text, funcs).map(|trees| ParsedFile { trees })
+    }
+
+    /// [`Templates::parse_file`] of a file's bytes, decoded as Helm's
+    /// loader does (invalid UTF-8 becomes U+FFFD); valid UTF-8 is parsed
+    /// in place and kept by the trees, not copied.
+    pub fn parse_file_bytes(
+        name: &str,
+        bytes: &Arc<[u8]>,
+        funcs: &FuncMap,
+    ) -> Result<ParsedFile, Error> {
+        let trees = match std::str::from_utf8(bytes) {
+            Ok(text) => parse::parse_kept(name, text, bytes.clone(), funcs),
+            Err(_) => parse::parse(name, &String::from_utf8_lossy(bytes), funcs),
+        };
+        trees.map(|trees| ParsedFile { trees })
+    }
+
+    /// Add a file parsed by [`Templates::parse_file`] (with this set's
+    /// function table) to the namespace: the second half of
+    /// [`Templates::parse`].
+    pub fn add(&mut self, parsed: ParsedFile) {
+        for t in parsed.trees {
             associate(&mut self.trees, Rc::new(t));
         }
-        Ok(())
+    }
+
+    /// The function table templates are parsed against.
+    pub fn funcs(&self) -> &FuncMap {
+        &self.funcs
     }
 
     pub fn contains(&self, name: &str) -> bool {
@@ -258,17 +309,17 @@ struct State<'a, 't> {
     included: &'a RefCell<HashMap<Rc<str>, usize>>,
     #[allow(dead_code)]
     tree: &'t Tree,
-    name: Rc<str>,
-    src: Rc<Source>,
-    vars: Vec<(Rc<str>, V)>,
+    name: Arc<str>,
+    src: Arc<Source>,
+    vars: Vec<(Arc<str>, V)>,
     depth: usize,
     cur: Cur<'t>,
 }
 
 /// Where `evalCall` got its function from.
 enum Fun {
-    Callee(Callee, Rc<str>),
-    Method(super::value::Method, Rc<str>),
+    Callee(Callee, Arc<str>),
+    Method(super::value::Method, Arc<str>),
 }
 
 impl<'a, 't> State<'a, 't> {
@@ -647,7 +698,7 @@ impl<'a, 't> State<'a, 't> {
         dot: &V,
         mut receiver: V,
         node: &'t Arg,
-        idents: &'t [Rc<str>],
+        idents: &'t [Arc<str>],
         args: &'t [Arg],
         fin: Option<Value>,
     ) -> R<V> {
@@ -662,7 +713,7 @@ impl<'a, 't> State<'a, 't> {
     fn eval_field(
         &mut self,
         dot: &V,
-        name: &Rc<str>,
+        name: &Arc<str>,
         node: &'t Arg,
         args: &'t [Arg],
         fin: Option<Value>,
@@ -730,7 +781,7 @@ impl<'a, 't> State<'a, 't> {
         // The signature: Helm's include/tpl are `(string, interface{})`; a
         // method's parameters are unknown here, so its arguments go in as
         // `interface {}` values.
-        let (name_owned, params, variadic): (Rc<str>, &[Param], Option<Param>) = match &fun {
+        let (name_owned, params, variadic): (Arc<str>, &[Param], Option<Param>) = match &fun {
             Fun::Callee(Callee::Func(d), n) => (n.clone(), d.params, d.variadic),
             Fun::Callee(Callee::And | Callee::Or, n) => {
                 (n.clone(), &[Param::Any], Some(Param::Any))
@@ -986,7 +1037,7 @@ impl<'a, 't> State<'a, 't> {
                 _ => Err(self.err(format!("expected integer; found {n}"))),
             },
             Param::Str => match n {
-                Arg::Str { text, .. } => Ok(Value::Str(text.clone())),
+                Arg::Str { text, .. } => Ok(Value::str(text)),
                 _ => Err(self.err(format!("expected string; found {n}"))),
             },
             Param::RawStr => match n {
@@ -1081,13 +1132,13 @@ fn can_be_nil(p: Param) -> bool {
 /// or octal escape of a byte >= 0x80 becomes U+FFFD); Go's constant holds
 /// that byte, so such a constant is decoded again from its quoted form
 /// into a byte string.
-fn string_constant(text: &Rc<str>, quoted: &str) -> Value {
+fn string_constant(text: &str, quoted: &str) -> Value {
     if !text.contains('\u{FFFD}') || !quoted.starts_with('"') {
-        return Value::Str(text.clone());
+        return Value::str(text);
     }
     match unquote_bytes(quoted) {
         Some(b) => Value::from_go_bytes(b),
-        None => Value::Str(text.clone()),
+        None => Value::str(text),
     }
 }
 

@@ -5,7 +5,7 @@
 //! Go, because parse errors are user-visible (`template: NAME:LINE: MSG`)
 //! and Helm rewrites them by splitting on `": "`.
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use super::ast::{Arg, Branch, Callee, Command, Node, Number, Pipe, Source, Tree, is_empty_tree};
 use super::error::Error;
@@ -16,9 +16,20 @@ use super::lexer::{Item, ItemType, lex};
 /// the top-level one included, in definition order (Go's `treeSet`, with
 /// its "multiple definition" rule applied).
 pub fn parse(name: &str, text: &str, funcs: &FuncMap) -> Result<Vec<Tree>, Error> {
-    let src = Rc::new(Source {
-        name: Rc::from(name),
-        text: Rc::from(text),
+    parse_kept(name, text, Arc::from(text.as_bytes()), funcs)
+}
+
+/// [`parse`], the trees keeping `bytes` (which hold `text`) as their
+/// source text.
+pub fn parse_kept(
+    name: &str,
+    text: &str,
+    bytes: Arc<[u8]>,
+    funcs: &FuncMap,
+) -> Result<Vec<Tree>, Error> {
+    let src = Arc::new(Source {
+        name: Arc::from(name),
+        text: bytes,
     });
     let break_ok = !has_function(funcs, "break");
     let continue_ok = !has_function(funcs, "continue");
@@ -36,7 +47,7 @@ pub fn parse(name: &str, text: &str, funcs: &FuncMap) -> Result<Vec<Tree>, Error
         token: [dummy.clone(), dummy.clone(), dummy],
         peek_count: 0,
         last_line: 1,
-        vars: vec![Rc::from("$")],
+        vars: vec![Arc::from("$")],
         range_depth: 0,
         action_line: 0,
         funcs,
@@ -44,7 +55,7 @@ pub fn parse(name: &str, text: &str, funcs: &FuncMap) -> Result<Vec<Tree>, Error
         trees: Vec::new(),
     };
     let root = p.parse_top()?;
-    p.add(Rc::from(name), root)?;
+    p.add(Arc::from(name), root)?;
     Ok(p.trees)
 }
 
@@ -85,11 +96,11 @@ struct Parser<'a, 'f> {
     /// Line of the item most recently taken from the lexer (Go's
     /// `t.token[0].line` at the time of an error).
     last_line: usize,
-    vars: Vec<Rc<str>>,
+    vars: Vec<Arc<str>>,
     range_depth: usize,
     action_line: usize,
     funcs: &'f FuncMap,
-    src: Rc<Source>,
+    src: Arc<Source>,
     trees: Vec<Tree>,
 }
 
@@ -188,7 +199,7 @@ impl<'a> Parser<'a, '_> {
     }
 
     /// Go's `Tree.add` on the shared treeSet of this `Parse` call.
-    fn add(&mut self, name: Rc<str>, root: Vec<Node>) -> PResult<()> {
+    fn add(&mut self, name: Arc<str>, root: Vec<Node>) -> PResult<()> {
         if let Some(i) = self.trees.iter().position(|t| t.name == name) {
             if is_empty_tree(&self.trees[i].root) {
                 self.trees[i].root = root;
@@ -233,7 +244,7 @@ impl<'a> Parser<'a, '_> {
 
     /// Run `f` as a nested tree (define/block): fresh variables and state.
     fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> PResult<T>) -> PResult<T> {
-        let vars = std::mem::replace(&mut self.vars, vec![Rc::from("$")]);
+        let vars = std::mem::replace(&mut self.vars, vec![Arc::from("$")]);
         let rd = std::mem::replace(&mut self.range_depth, 0);
         let al = std::mem::replace(&mut self.action_line, 0);
         let r = f(self);
@@ -255,7 +266,7 @@ impl<'a> Parser<'a, '_> {
         if let End::Else = end {
             return Err(self.errorf(format!("unexpected {{{{else}}}} in {context}")));
         }
-        self.add(Rc::from(name.as_str()), list)
+        self.add(Arc::from(name.as_str()), list)
     }
 
     fn item_list(&mut self) -> PResult<(Vec<Node>, End)> {
@@ -357,12 +368,12 @@ impl<'a> Parser<'a, '_> {
             if next.typ == ItemType::Assign || next.typ == ItemType::Declare {
                 pipe.is_assign = next.typ == ItemType::Assign;
                 self.next_non_space();
-                pipe.decl.push(Rc::from(v.val));
-                self.vars.push(Rc::from(v.val));
+                pipe.decl.push(Arc::from(v.val));
+                self.vars.push(Arc::from(v.val));
             } else if next.typ == ItemType::Char && next.val == "," {
                 self.next_non_space();
-                pipe.decl.push(Rc::from(v.val));
-                self.vars.push(Rc::from(v.val));
+                pipe.decl.push(Arc::from(v.val));
+                self.vars.push(Arc::from(v.val));
                 if context == "range" && pipe.decl.len() < 2 {
                     match self.peek_non_space().typ {
                         ItemType::Variable | ItemType::RightDelim | ItemType::RightParen => {
@@ -493,7 +504,7 @@ impl<'a> Parser<'a, '_> {
         if let End::Else = end {
             return Err(self.errorf(format!("unexpected {{{{else}}}} in {context}")));
         }
-        let name: Rc<str> = Rc::from(name.as_str());
+        let name: Arc<str> = Arc::from(name.as_str());
         self.add(name.clone(), list)?;
         Ok(Node::Template {
             pos: token.pos,
@@ -513,7 +524,7 @@ impl<'a> Parser<'a, '_> {
         }
         Ok(Node::Template {
             pos: token.pos,
-            name: Rc::from(name.as_str()),
+            name: Arc::from(name.as_str()),
             pipe,
         })
     }
@@ -559,10 +570,10 @@ impl<'a> Parser<'a, '_> {
         };
         if self.peek().typ == ItemType::Field {
             let pos = self.peek().pos;
-            let mut fields: Vec<Rc<str>> = Vec::new();
+            let mut fields: Vec<Arc<str>> = Vec::new();
             while self.peek().typ == ItemType::Field {
                 let f = self.next();
-                fields.push(Rc::from(&f.val[1..]));
+                fields.push(Arc::from(&f.val[1..]));
             }
             // Fields after a field or variable extend it; after a literal
             // they are a parse error; otherwise keep the chain.
@@ -600,7 +611,7 @@ impl<'a> Parser<'a, '_> {
                 };
                 Arg::Ident {
                     pos: token.pos,
-                    name: Rc::from(token.val),
+                    name: Arc::from(token.val),
                     callee,
                 }
             }
@@ -612,12 +623,12 @@ impl<'a> Parser<'a, '_> {
                 }
                 Arg::Var {
                     pos: token.pos,
-                    idents: vec![Rc::from(token.val)],
+                    idents: vec![Arc::from(token.val)],
                 }
             }
             ItemType::Field => Arg::Field {
                 pos: token.pos,
-                idents: vec![Rc::from(&token.val[1..])],
+                idents: vec![Arc::from(&token.val[1..])],
             },
             ItemType::Bool => Arg::Bool(token.pos, token.val == "true"),
             ItemType::CharConstant | ItemType::Complex | ItemType::Number => {
@@ -638,7 +649,7 @@ impl<'a> Parser<'a, '_> {
                 Arg::Str {
                     pos: token.pos,
                     quoted: token.val.into(),
-                    text: Rc::from(s),
+                    text: Arc::from(s),
                 }
             }
             _ => {
