@@ -12,11 +12,16 @@ Usage, from the repository root, after `cargo build --release`:
     done
     python3 tests/bench/hot_functions.py /tmp/hot.*.cg > tests/bench/hot-functions.txt
 
-(`--object=NAME` as the first argument selects a binary profiled under
-another file name. valgrind does not name the object of code placed in the
-hot section of a binary linked with the current list, so when profiling
-such a build run the script twice, with `--object=???` and with the
-binary's name, and keep the union: `awk '!seen[$0]++'`.)
+(`--object=NAME[,NAME…]` as the first argument selects binaries profiled
+under other file names. valgrind does not name the object of code placed in
+the hot section of a binary linked with the current list, so when profiling
+such a build pass `--object=???,antiopa`.)
+
+Patterns come out most-shared first: functions that ran in every profile,
+then those of fewer profiles. The linker places them in that order, so a
+small chart touches only the front of the hot section (the kernel maps code
+in 64 KiB blocks, so scattering the common code over the whole section would
+make every run resident in all of it).
 
 Every function of the antiopa binary that ran in any profile becomes one
 section-name pattern: the mangled name with its hash (and LLVM's local
@@ -28,11 +33,13 @@ import sys
 
 def main():
     args = sys.argv[1:]
-    obj = "antiopa"
+    objects = ["antiopa"]
     if args and args[0].startswith("--object="):
-        obj = args.pop(0).split("=", 1)[1]
+        objects = args.pop(0).split("=", 1)[1].split(",")
     names = []
     seen = set()
+    # name -> the profiles it ran in
+    used_in = {}
     for path in args:
         objs, fns, cur_obj = {}, {}, ""
         for line in open(path, encoding="utf-8", errors="replace"):
@@ -48,9 +55,13 @@ def main():
                 if m.group(3):
                     fns[m.group(2)] = m.group(3).strip()
                 name = fns.get(m.group(2))
-                if m.group(1) == "fn" and obj in cur_obj and name and name not in seen:
-                    seen.add(name)
-                    names.append(name)
+                if m.group(1) == "fn" and name and any(o in cur_obj for o in objects):
+                    used_in.setdefault(name, set()).add(path)
+                    if name not in seen:
+                        seen.add(name)
+                        names.append(name)
+    # Stable: within one level of sharing, first-seen order is kept.
+    names.sort(key=lambda n: -len(used_in[n]))
     patterns = []
     done = set()
     for n in names:
