@@ -8,69 +8,16 @@
 mod cluster_support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 use antiopa::cluster::{Cluster, RateLimit};
 use antiopa::release::{self, Status};
 use cluster_support::*;
 
-struct Served {
-    fake: FakeApiServer,
-    kubeconfig: PathBuf,
-    task: tokio::task::JoinHandle<()>,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-async fn serve() -> Served {
-    let fake = FakeApiServer::new();
-    let (addr, task) = fake.serve("127.0.0.1:0").await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    fake.write_kubeconfig(addr, &kubeconfig).unwrap();
-    Served {
-        fake,
-        kubeconfig,
-        task,
-        _dir: dir,
-    }
-}
-
-/// Run a binary with `--kubeconfig` appended, off the runtime's threads.
+/// Run a binary with `--kubeconfig` appended.
 async fn run(bin: PathBuf, list: &[&str], kubeconfig: &Path) -> Output {
-    let mut args: Vec<String> = list.iter().map(|s| s.to_string()).collect();
-    args.push("--kubeconfig".into());
-    args.push(kubeconfig.display().to_string());
-    tokio::task::spawn_blocking(move || {
-        Command::new(&bin)
-            .args(&args)
-            .env("HOME", std::env::temp_dir())
-            .env_remove("ANTIOPA_REQUEST_TIMEOUT")
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap()
-}
-
-fn antiopa() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_antiopa"))
-}
-
-fn ok(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "failed: {}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
+    run_args(bin, args(list, kubeconfig)).await
 }
 
 /// A chart whose ConfigMap and NOTES show the release fields.

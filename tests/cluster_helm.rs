@@ -7,73 +7,12 @@
 
 mod cluster_support;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
 use antiopa::cluster::{Cluster, RateLimit};
 use antiopa::release::{self, Status};
 use cluster_support::*;
-
-struct Served {
-    fake: FakeApiServer,
-    kubeconfig: PathBuf,
-    task: tokio::task::JoinHandle<()>,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-async fn serve() -> Served {
-    let fake = FakeApiServer::new();
-    let (addr, task) = fake.serve("127.0.0.1:0").await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    fake.write_kubeconfig(addr, &kubeconfig).unwrap();
-    Served {
-        fake,
-        kubeconfig,
-        task,
-        _dir: dir,
-    }
-}
-
-async fn run(bin: PathBuf, args: Vec<String>) -> Output {
-    tokio::task::spawn_blocking(move || {
-        Command::new(&bin)
-            .args(&args)
-            .env("HOME", std::env::temp_dir())
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap()
-}
-
-fn args(list: &[&str], kubeconfig: &Path) -> Vec<String> {
-    let mut v: Vec<String> = list.iter().map(|s| s.to_string()).collect();
-    v.push("--kubeconfig".into());
-    v.push(kubeconfig.display().to_string());
-    v
-}
-
-fn ok(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "failed: {}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn antiopa() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_antiopa"))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn helm_lists_and_reads_antiopa_releases_against_fake_apiserver() {
@@ -82,7 +21,7 @@ async fn helm_lists_and_reads_antiopa_releases_against_fake_apiserver() {
     let dir = tempfile::tempdir().unwrap();
     let chart = app_chart(dir.path());
     let c = chart.display().to_string();
-    let out = ok(&run(
+    let out = ok(&run_args(
         antiopa(),
         args(
             &["apply", "web", &c, "-n", "apps", "--create-namespace"],
@@ -94,7 +33,7 @@ async fn helm_lists_and_reads_antiopa_releases_against_fake_apiserver() {
         out.contains("release \"web\" revision 1 deployed: created 6"),
         "{out}"
     );
-    ok(&run(
+    ok(&run_args(
         antiopa(),
         args(
             &["apply", "web", &c, "-n", "apps", "--set", "replicas=2"],
@@ -103,7 +42,7 @@ async fn helm_lists_and_reads_antiopa_releases_against_fake_apiserver() {
     )
     .await);
 
-    let list = ok(&run(
+    let list = ok(&run_args(
         helm.clone(),
         args(&["list", "-n", "apps", "-o", "json"], &s.kubeconfig),
     )
@@ -117,7 +56,7 @@ async fn helm_lists_and_reads_antiopa_releases_against_fake_apiserver() {
 
     let cluster = Cluster::from_client(s.fake.client(), RateLimit::default());
     let ours = release::history(&cluster, "web", "apps").await.unwrap();
-    let manifest = ok(&run(
+    let manifest = ok(&run_args(
         helm.clone(),
         args(&["get", "manifest", "web", "-n", "apps"], &s.kubeconfig),
     )
@@ -126,7 +65,7 @@ async fn helm_lists_and_reads_antiopa_releases_against_fake_apiserver() {
     assert_eq!(manifest, format!("{}\n", ours[1].manifest));
     assert!(manifest.contains("replicas: 2"));
 
-    let hist = ok(&run(
+    let hist = ok(&run_args(
         helm.clone(),
         args(&["history", "web", "-n", "apps"], &s.kubeconfig),
     )
@@ -142,7 +81,7 @@ async fn helm_lists_and_reads_antiopa_releases_against_fake_apiserver() {
     );
 
     // Our own history command reads the same records.
-    let ours = ok(&run(
+    let ours = ok(&run_args(
         antiopa(),
         args(&["history", "web", "-n", "apps"], &s.kubeconfig),
     )
@@ -159,7 +98,7 @@ async fn antiopa_upgrades_a_release_helm_installed_against_fake_apiserver() {
     let c = chart.display().to_string();
     // helm creates the namespace, validates through the fake's OpenAPI v3
     // document, and writes its release Secret in protobuf.
-    ok(&run(
+    ok(&run_args(
         helm.clone(),
         args(
             &["install", "web", &c, "-n", "apps", "--create-namespace"],
@@ -189,7 +128,7 @@ async fn antiopa_upgrades_a_release_helm_installed_against_fake_apiserver() {
 
     // antiopa takes the release over (helm's fields are adopted) and upgrades
     // it in place.
-    let out = ok(&run(
+    let out = ok(&run_args(
         antiopa(),
         args(
             &[
@@ -223,7 +162,7 @@ async fn antiopa_upgrades_a_release_helm_installed_against_fake_apiserver() {
         .unwrap();
     assert_eq!(v1["metadata"]["labels"]["status"], "superseded");
 
-    let list = ok(&run(
+    let list = ok(&run_args(
         helm.clone(),
         args(&["list", "-n", "apps", "-o", "json"], &s.kubeconfig),
     )
@@ -232,7 +171,7 @@ async fn antiopa_upgrades_a_release_helm_installed_against_fake_apiserver() {
     assert_eq!(list[0]["revision"], "2");
     assert_eq!(list[0]["status"], "deployed");
 
-    let hist = ok(&run(
+    let hist = ok(&run_args(
         helm.clone(),
         args(&["history", "web", "-n", "apps"], &s.kubeconfig),
     )
@@ -253,7 +192,7 @@ async fn antiopa_upgrades_a_release_helm_installed_against_fake_apiserver() {
     );
 
     let ours = release::history(&cluster, "web", "apps").await.unwrap();
-    let manifest = ok(&run(
+    let manifest = ok(&run_args(
         helm.clone(),
         args(&["get", "manifest", "web", "-n", "apps"], &s.kubeconfig),
     )
@@ -265,7 +204,7 @@ async fn antiopa_upgrades_a_release_helm_installed_against_fake_apiserver() {
     // helm upgrades it again on top of ours (revision 3): its three-way
     // patch starts from our manifest. (Without new values helm would reuse
     // the user-supplied values we stored, replicas=3 and extra=false.)
-    ok(&run(
+    ok(&run_args(
         helm.clone(),
         args(
             &["upgrade", "web", &c, "-n", "apps", "--set", "replicas=2"],
@@ -292,7 +231,7 @@ async fn antiopa_upgrades_a_release_helm_installed_against_fake_apiserver() {
 
     // And helm uninstalls it: release records and objects go, the
     // `helm.sh/resource-policy: keep` ConfigMap stays.
-    let out = ok(&run(
+    let out = ok(&run_args(
         helm,
         args(&["uninstall", "web", "-n", "apps"], &s.kubeconfig),
     )
@@ -369,7 +308,7 @@ async fn process_killed_between_writes_is_completed_by_the_next_apply_against_fa
             .is_none()
     );
 
-    let out = run(bin, a).await;
+    let out = run_args(bin, a).await;
     let stdout = ok(&out);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

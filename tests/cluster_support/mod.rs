@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 use std::time::Duration;
 
 use antiopa::apply::{ApplyOptions, Rendered, split_rendered};
@@ -250,4 +251,71 @@ pub fn helm() -> Option<PathBuf> {
     );
     eprintln!("skipped: helm not found at {HELM}");
     None
+}
+
+/// The fake apiserver on 127.0.0.1 with a kubeconfig for it, for the
+/// `antiopa` binary, kubectl and helm; the listener stops on drop.
+pub struct Served {
+    pub fake: FakeApiServer,
+    pub kubeconfig: PathBuf,
+    task: tokio::task::JoinHandle<()>,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+pub async fn serve() -> Served {
+    let fake = FakeApiServer::new();
+    let (addr, task) = fake.serve("127.0.0.1:0").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    fake.write_kubeconfig(addr, &kubeconfig).unwrap();
+    Served {
+        fake,
+        kubeconfig,
+        task,
+        _dir: dir,
+    }
+}
+
+/// `list` with `--kubeconfig KUBECONFIG` appended.
+pub fn args(list: &[&str], kubeconfig: &Path) -> Vec<String> {
+    let mut v: Vec<String> = list.iter().map(|s| s.to_string()).collect();
+    v.push("--kubeconfig".into());
+    v.push(kubeconfig.display().to_string());
+    v
+}
+
+/// Run a binary off the runtime's threads (the fake serves on them).
+pub async fn run_args(bin: PathBuf, args: Vec<String>) -> Output {
+    tokio::task::spawn_blocking(move || {
+        Command::new(&bin)
+            .args(&args)
+            .env("HOME", std::env::temp_dir())
+            .env_remove("ANTIOPA_REQUEST_TIMEOUT")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+/// The `antiopa` binary of this build.
+pub fn antiopa() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_antiopa"))
+}
+
+/// Stdout of a run that must have succeeded.
+pub fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "failed: {}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
 }
