@@ -271,10 +271,7 @@ pub fn sort_manifests(files: &BTreeMap<String, String>) -> Result<Sorted, Manife
 fn parse_heads(docs: &[(&String, String)]) -> Vec<Result<SimpleHead, String>> {
     const PARALLEL_MIN_BYTES: usize = 256 << 10;
     let total: usize = docs.iter().map(|(_, d)| d.len()).sum();
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(4)
-        .min(docs.len());
+    let threads = crate::chart::render::cores().min(docs.len());
     if threads < 2 || total < PARALLEL_MIN_BYTES {
         return docs.iter().map(|(_, d)| parse_head(d)).collect();
     }

@@ -124,7 +124,8 @@ const MAX_THREADS: usize = 8;
 /// stack with `stacker`).
 const WORKER_STACK: usize = 8 * 1024 * 1024;
 
-fn cores() -> usize {
+/// Threads worth running on this machine (its cores, capped).
+pub(crate) fn cores() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
