@@ -14,6 +14,44 @@ struct Pattern {
     negate: bool,
     must_dir: bool,
     kind: MatchKind,
+    /// How `rule` is matched, decided once: every rule is tried against
+    /// every file of the chart, and most rules are literals or `*.ext`.
+    glob: Glob,
+}
+
+/// A rule's glob (after `!`, `/` are stripped), in the simplest form that
+/// matches exactly what Go's `filepath.Match` does.
+#[derive(Clone, Debug)]
+enum Glob {
+    /// A bad pattern: Go's `filepath.Match` reports it whatever the name,
+    /// and Helm treats that as no match.
+    Invalid,
+    /// No metacharacters: the name must equal it.
+    Literal,
+    /// `*` then a literal: a name ending in it, with no `/` before.
+    Suffix(String),
+    /// A literal then `*`: a name starting with it, with no `/` after.
+    Prefix(String),
+    /// Anything else, matched by `match_glob` trusting the syntax (it was
+    /// checked once), so a mismatch stops at once.
+    General,
+}
+
+impl Glob {
+    fn of(rule: &str) -> Glob {
+        let literal = |s: &str| !s.contains(['*', '?', '[', '\\']);
+        if go_match(rule, "").is_err() {
+            Glob::Invalid
+        } else if literal(rule) {
+            Glob::Literal
+        } else if let Some(lit) = rule.strip_prefix('*').filter(|l| literal(l)) {
+            Glob::Suffix(lit.to_string())
+        } else if let Some(lit) = rule.strip_suffix('*').filter(|l| literal(l)) {
+            Glob::Prefix(lit.to_string())
+        } else {
+            Glob::General
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -89,6 +127,7 @@ impl Rules {
             (MatchKind::Base, rule)
         };
         self.patterns.push(Pattern {
+            glob: Glob::of(rule),
             rule: rule.to_string(),
             negate,
             must_dir,
@@ -139,7 +178,17 @@ impl Pattern {
                 }
             }
         };
-        go_match(&self.rule, name).unwrap_or(false)
+        match &self.glob {
+            Glob::Invalid => false,
+            Glob::Literal => name == self.rule,
+            Glob::Suffix(lit) => name
+                .strip_suffix(lit.as_str())
+                .is_some_and(|head| !head.contains('/')),
+            Glob::Prefix(lit) => name
+                .strip_prefix(lit.as_str())
+                .is_some_and(|tail| !tail.contains('/')),
+            Glob::General => match_glob(&self.rule, name, Syntax::Trusted).unwrap_or(false),
+        }
     }
 }
 
@@ -147,6 +196,18 @@ impl Pattern {
 /// negation and ranges, `\` escapes; `*` and `?` never match `/`). Errors
 /// are Go's `ErrBadPattern` text.
 pub fn go_match(pattern: &str, name: &str) -> Result<bool, String> {
+    match_glob(pattern, name, Syntax::Check)
+}
+
+/// Whether matching must check the whole pattern's syntax (Go's behaviour)
+/// or may trust it (checked once already) and stop at the first mismatch.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Syntax {
+    Check,
+    Trusted,
+}
+
+fn match_glob(pattern: &str, name: &str, syntax: Syntax) -> Result<bool, String> {
     const BAD: &str = "syntax error in pattern";
     let mut pattern: &str = pattern;
     let mut name: &str = name;
@@ -158,7 +219,7 @@ pub fn go_match(pattern: &str, name: &str) -> Result<bool, String> {
             return Ok(!name.contains('/'));
         }
         // Look for a match at the current position.
-        let (t, ok, err) = match_chunk(chunk, name);
+        let (t, ok, err) = match_chunk(chunk, name, syntax);
         if ok && (t.is_empty() || !pattern.is_empty()) {
             name = t;
             continue;
@@ -176,7 +237,7 @@ pub fn go_match(pattern: &str, name: &str) -> Result<bool, String> {
                 while j < bytes.len() && !name.is_char_boundary(j) {
                     j += 1;
                 }
-                let (t, ok, err) = match_chunk(chunk, &name[j..]);
+                let (t, ok, err) = match_chunk(chunk, &name[j..], syntax);
                 if ok {
                     // if we're the last chunk, make sure we exhausted the name
                     if pattern.is_empty() && !t.is_empty() {
@@ -194,10 +255,10 @@ pub fn go_match(pattern: &str, name: &str) -> Result<bool, String> {
         }
         // Before returning false with no error, check that the remainder of
         // the pattern is syntactically valid.
-        while !pattern.is_empty() {
+        while syntax == Syntax::Check && !pattern.is_empty() {
             let (_, chunk, rest) = scan_chunk(pattern);
             pattern = rest;
-            let (_, _, err) = match_chunk(chunk, "");
+            let (_, _, err) = match_chunk(chunk, "", syntax);
             if err.is_some() {
                 return Err(BAD.to_string());
             }
@@ -238,7 +299,7 @@ fn scan_chunk(pattern: &str) -> (bool, &str, &str) {
 /// it matched, and a syntax error. The chunk is consumed char by char
 /// through a `&str` cursor (no allocation: this runs for every rule and
 /// every file of a chart).
-fn match_chunk<'a>(chunk: &str, s: &'a str) -> (&'a str, bool, Option<String>) {
+fn match_chunk<'a>(chunk: &str, s: &'a str, syntax: Syntax) -> (&'a str, bool, Option<String>) {
     const BAD: &str = "syntax error in pattern";
     let mut chunk = chunk;
     let mut s = s;
@@ -246,6 +307,9 @@ fn match_chunk<'a>(chunk: &str, s: &'a str) -> (&'a str, bool, Option<String>) {
     // pattern's syntax is checked (Go 1.16+ behaviour).
     let mut failed = false;
     while let Some(first) = chunk.chars().next() {
+        if failed && syntax == Syntax::Trusted {
+            return ("", false, None);
+        }
         if !failed && s.is_empty() {
             failed = true;
         }
@@ -367,6 +431,82 @@ mod tests {
         assert!(go_match("a\\", "abc").is_err());
         assert_eq!(go_match("templates/.?*", "templates/.x"), Ok(true));
         assert_eq!(go_match("templates/.?*", "templates/x"), Ok(false));
+    }
+
+    /// Matching a checked-once pattern gives what Go's `filepath.Match`
+    /// gives, over patterns and names that fail at every position.
+    #[test]
+    fn trusted_match_agrees_with_go_match() {
+        let patterns = [
+            "*.txt",
+            "a*b*c",
+            "*",
+            "?",
+            "a?c",
+            "[a-c]x",
+            "[^a-c]*",
+            "\\*x",
+            "templates/.?*",
+            "*~",
+            "*/*.yaml",
+            "a[",
+            "a\\",
+            "[]a]",
+            "x*[",
+            "ab*",
+            "*b",
+            "[a-]",
+            "abc",
+            "**",
+            "*.txt*",
+            "a/b",
+            "a/*",
+            "*/b",
+        ];
+        let names = [
+            "",
+            "a",
+            "abc",
+            "a.txt",
+            "d/a.txt",
+            "aXbYc",
+            "abd",
+            "bx",
+            "*x",
+            "templates/.x",
+            "file~",
+            "t/x.yaml",
+            "t/u/x.yaml",
+            "]",
+            "-",
+            "ab/c",
+            "é.txt",
+            "a/b",
+            "a/b/c",
+            "x/b",
+            "abcb",
+        ];
+        for p in patterns {
+            let valid = go_match(p, "").is_ok();
+            let rule = Pattern {
+                rule: p.to_string(),
+                negate: false,
+                must_dir: false,
+                kind: MatchKind::Path,
+                glob: Glob::of(p),
+            };
+            for n in names {
+                let go = go_match(p, n).unwrap_or(false);
+                let fast = valid && match_glob(p, n, Syntax::Trusted).unwrap_or(false);
+                assert_eq!(go, fast, "pattern {p:?} name {n:?}");
+                assert_eq!(
+                    go,
+                    rule.matches(n),
+                    "pattern {p:?} name {n:?} ({:?})",
+                    rule.glob
+                );
+            }
+        }
     }
 
     /// Helm's pkg/ignore rules_test.go cases (path, is_dir, ignored).

@@ -136,9 +136,9 @@ fn is_alnum(r: Option<char>) -> bool {
 /// line numbers are needed for every item, so this runs over every byte of
 /// every template.
 fn count_newlines(s: &str) -> usize {
-    s.as_bytes()
-        .iter()
-        .fold(0usize, |n, &b| n + usize::from(b == b'\n'))
+    // memchr's iterator counts with SIMD; a byte fold here was 3% of a
+    // chart's instructions (it runs once over every template's text).
+    memchr::memchr_iter(b'\n', s.as_bytes()).count()
 }
 
 /// Offset of the first `{{` in `s`: `memchr` for the brace, then a check of

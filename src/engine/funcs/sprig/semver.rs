@@ -34,34 +34,93 @@ pub const FUNCS: &[FuncDef] = &[
     }),
 ];
 
-const SEMVER_RE: &str = r"v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?";
+// Masterminds' patterns, with RE2's `\s` spelled out (`[\t\n\f\r ]`: Go's
+// `\s` is ASCII and has no `\v`) so they compile without Unicode tables.
+const WS: &str = r"[\t\n\x0c\r ]";
 const CV_RE: &str = r"v?([0-9|x|X|\*]+)(\.[0-9|x|X|\*]+)?(\.[0-9|x|X|\*]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?";
 const OPS: &str = r"=||!=|>|<|>=|=>|<=|=<|~|~>|\^";
 
-struct Regexes {
-    version: Regex,
-    constraint: Regex,
-    range: Regex,
-    find: Regex,
-    valid: Regex,
+/// One of Masterminds' constraint regexes, compiled on first use (each
+/// costs about a million instructions to build, and most charts that check
+/// a constraint need only some of them).
+fn regex(cell: &'static OnceLock<Regex>, pattern: impl FnOnce() -> String) -> &'static Regex {
+    cell.get_or_init(|| {
+        // The patterns are fixed and valid; `regex` accepts RE2 syntax.
+        regex::RegexBuilder::new(&pattern().replace(r"\s", WS))
+            .unicode(false)
+            .build()
+            .unwrap_or_else(|e| unreachable!("semver regex: {e}"))
+    })
 }
 
-fn regexes() -> &'static Regexes {
-    static R: OnceLock<Regexes> = OnceLock::new();
-    R.get_or_init(|| {
-        // The patterns are fixed and valid; `regex` accepts RE2 syntax.
-        let build =
-            |p: String| Regex::new(&p).unwrap_or_else(|e| unreachable!("semver regex: {e}"));
-        Regexes {
-            version: build(format!("^{SEMVER_RE}$")),
-            constraint: build(format!(r"^\s*({OPS})\s*({CV_RE})\s*$")),
-            range: build(format!(r"\s*({CV_RE})\s+-\s+({CV_RE})\s*")),
-            find: build(format!(r"({OPS})\s*({CV_RE})")),
-            valid: build(format!(
-                r"^(\s*({OPS})\s*({CV_RE})\s*)((?:\s+|,\s*)({OPS})\s*({CV_RE})\s*)*$"
-            )),
-        }
+fn constraint_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    regex(&R, || format!(r"^\s*({OPS})\s*({CV_RE})\s*$"))
+}
+
+fn range_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    regex(&R, || format!(r"\s*({CV_RE})\s+-\s+({CV_RE})\s*"))
+}
+
+fn find_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    regex(&R, || format!(r"({OPS})\s*({CV_RE})"))
+}
+
+fn valid_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    regex(&R, || {
+        format!(r"^(\s*({OPS})\s*({CV_RE})\s*)((?:\s+|,\s*)({OPS})\s*({CV_RE})\s*)*$")
     })
+}
+
+/// Masterminds' anchored version pattern
+/// `^v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-(ID(\.ID)*))?(\+(ID(\.ID)*))?$`
+/// (`ID` = `[0-9A-Za-z-]+`), matched by hand: every `semver` call and every
+/// chart's `kubeVersion` check goes through it, and the pattern is
+/// deterministic (each optional part starts with its own character and the
+/// runs are maximal), so a greedy scan finds exactly the regex's groups.
+/// Returns major, `.minor`, `.patch` (with their dots), pre-release, metadata.
+fn match_version(v: &str) -> Option<(&str, &str, &str, &str, &str)> {
+    fn digits(s: &str) -> usize {
+        s.bytes().take_while(u8::is_ascii_digit).count()
+    }
+    // `\.[0-9]+` at the start of `s`, or empty.
+    fn dotted(s: &str) -> &str {
+        match s.strip_prefix('.') {
+            Some(r) if digits(r) > 0 => &s[..1 + digits(r)],
+            _ => "",
+        }
+    }
+    // `ID(\.ID)*` after `lead`, or None if `lead` is there but no dotted
+    // identifier list follows (the regex then cannot match at all).
+    fn idents(s: &str, lead: char) -> Option<&str> {
+        let Some(r) = s.strip_prefix(lead) else {
+            return Some("");
+        };
+        let n = r
+            .bytes()
+            .take_while(|b| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'.')
+            .count();
+        let run = &r[..n];
+        (!run.is_empty() && run.split('.').all(|id| !id.is_empty())).then_some(run)
+    }
+    let s = v.strip_prefix('v').unwrap_or(v);
+    let n = digits(s);
+    if n == 0 {
+        return None;
+    }
+    let (major, s) = s.split_at(n);
+    let minor = dotted(s);
+    let s = &s[minor.len()..];
+    let patch = dotted(s);
+    let s = &s[patch.len()..];
+    let pre = idents(s, '-')?;
+    let s = if pre.is_empty() { s } else { &s[1 + pre.len()..] };
+    let meta = idents(s, '+')?;
+    let s = if meta.is_empty() { s } else { &s[1 + meta.len()..] };
+    s.is_empty().then_some((major, minor, patch, pre, meta))
 }
 
 const ERR_INVALID: &str = "Invalid Semantic Version";
@@ -115,21 +174,20 @@ fn validate_metadata(m: &str) -> Result<(), String> {
 impl Version {
     /// `semver.NewVersion`.
     pub fn parse(v: &str) -> Result<Version, String> {
-        let caps = regexes().version.captures(v).ok_or(ERR_INVALID)?;
-        let g = |i: usize| caps.get(i).map_or("", |m| m.as_str());
+        let (major, minor, patch, pre, metadata) = match_version(v).ok_or(ERR_INVALID)?;
         let mut sv = Version {
-            major: parse_segment(g(1))?,
+            major: parse_segment(major)?,
             minor: 0,
             patch: 0,
-            pre: g(5).to_string(),
-            metadata: g(8).to_string(),
+            pre: pre.to_string(),
+            metadata: metadata.to_string(),
             original: v.to_string(),
         };
-        if !g(2).is_empty() {
-            sv.minor = parse_segment(&g(2)[1..])?;
+        if !minor.is_empty() {
+            sv.minor = parse_segment(&minor[1..])?;
         }
-        if !g(3).is_empty() {
-            sv.patch = parse_segment(&g(3)[1..])?;
+        if !patch.is_empty() {
+            sv.patch = parse_segment(&patch[1..])?;
         }
         if !sv.pre.is_empty() {
             validate_prerelease(&sv.pre)?;
@@ -419,7 +477,7 @@ fn is_x(s: &str) -> bool {
 
 /// Masterminds' `rewriteRange`: `1 - 2` → `>= 1, <= 2`.
 fn rewrite_range(i: &str) -> String {
-    let re = &regexes().range;
+    let re = range_re();
     let mut o = i.to_string();
     let found: Vec<(String, String, String)> = re
         .captures_iter(i)
@@ -438,13 +496,12 @@ impl Constraints {
     /// `semver.NewConstraint`.
     pub fn parse(c: &str) -> Result<Constraints, String> {
         let c = rewrite_range(c);
-        let r = regexes();
         let mut or = Vec::new();
         for v in c.split("||") {
-            if !r.valid.is_match(v) {
+            if !valid_re().is_match(v) {
                 return Err(format!("improper constraint: {v}"));
             }
-            let mut cs: Vec<&str> = r.find.find_iter(v).map(|m| m.as_str()).collect();
+            let mut cs: Vec<&str> = find_re().find_iter(v).map(|m| m.as_str()).collect();
             if cs.is_empty() {
                 cs.push(v);
             }
@@ -480,8 +537,7 @@ fn parse_constraint(c: &str) -> Result<Constraint, String> {
             dirty: true,
         });
     }
-    let caps = regexes()
-        .constraint
+    let caps = constraint_re()
         .captures(c)
         .ok_or_else(|| format!("improper constraint: {c}"))?;
     let g = |i: usize| caps.get(i).map_or("", |m| m.as_str());
@@ -651,6 +707,28 @@ mod tests {
         match (Constraints::parse(c), Version::parse(ver)) {
             (Ok(c), Ok(v)) => c.check(&v),
             (Err(e), _) | (_, Err(e)) => panic!("{e}"),
+        }
+    }
+
+    /// The hand matcher finds the groups Masterminds' regex finds.
+    #[test]
+    fn version_matcher_is_the_regex() {
+        let re = Regex::new(
+            r"^v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?$",
+        )
+        .unwrap();
+        let inputs = [
+            "", "v", "1", "v1", "vv1", "1.", "1.2", "1.2.", "1.2.3", "1.2.3.4", "01.2.3", "1..2",
+            "1.2.3-", "1.2.3-a", "1.2-a.b-c", "1-a..b", "1.2.3-.a", "1.2.3-a.", "1.2.3+b",
+            "1.2.3+", "1.2.3-a+b.c", "1.2.3-a+b+c", "1.2.3-a+", "1.2.3+b-c.d", "1 ", " 1",
+            "1.2.3-é", "v1.21.0-eks-1", "1.2.3_4", "1.x", "1.2.3-a-+b",
+        ];
+        for i in inputs {
+            let want = re.captures(i).map(|c| {
+                let g = |n: usize| c.get(n).map_or("", |m| m.as_str());
+                (g(1), g(2), g(3), g(5), g(8))
+            });
+            assert_eq!(match_version(i), want, "{i:?}");
         }
     }
 
