@@ -135,9 +135,24 @@ fn trim_newline(mut s: String) -> String {
 fn to_yaml(_: &Env, args: &[Value]) -> FuncResult {
     let y = args.first().map(value_to_yaml).unwrap_or(Ok(Yaml::Null));
     Ok(Value::string(match y {
-        Ok(y) => trim_newline(crate::yaml::to_yaml(&y)),
-        Err(_) => String::new(),
+        // sigs.k8s.io/yaml turns the value's JSON into YAML by parsing it
+        // with go-yaml, which refuses more than 10000 nested collections.
+        Ok(y) if !deeper_than(&y, GO_YAML_MAX_DEPTH) => trim_newline(crate::yaml::to_yaml(&y)),
+        _ => String::new(),
     }))
+}
+
+/// go-yaml v2's `max_depth`: "exceeded max depth of 10000".
+const GO_YAML_MAX_DEPTH: usize = 10000;
+
+/// Whether `y` nests more than `limit` collections (an empty one counts).
+/// Stops descending past the limit, so it recurses at most `limit` deep.
+fn deeper_than(y: &Yaml, limit: usize) -> bool {
+    match y {
+        Yaml::Seq(items) => limit == 0 || items.iter().any(|i| deeper_than(i, limit - 1)),
+        Yaml::Map(m) => limit == 0 || m.values().any(|v| deeper_than(v, limit - 1)),
+        _ => false,
+    }
 }
 
 /// `toYamlPretty`: go-yaml v3's encoder with indent 2.

@@ -143,12 +143,13 @@ impl Rules {
         if path.is_empty() || path == "." || path == "./" {
             return false;
         }
+        let base = base_name(path);
         for p in &self.patterns {
             if p.negate {
                 if p.must_dir && !is_dir {
                     return true;
                 }
-                if !p.matches(path) {
+                if !p.matches(path, base) {
                     return true;
                 }
                 continue;
@@ -156,7 +157,7 @@ impl Rules {
             if p.must_dir && !is_dir {
                 continue;
             }
-            if p.matches(path) {
+            if p.matches(path, base) {
                 return true;
             }
         }
@@ -164,19 +165,22 @@ impl Rules {
     }
 }
 
+/// `filepath.Base` of a relative path.
+fn base_name(path: &str) -> &str {
+    let trimmed = path.trim_end_matches('/');
+    if trimmed.is_empty() {
+        "/"
+    } else {
+        trimmed.rsplit('/').next().unwrap_or(trimmed)
+    }
+}
+
 impl Pattern {
-    fn matches(&self, path: &str) -> bool {
+    /// Whether the rule matches `path`, whose base name is `base`.
+    fn matches(&self, path: &str, base: &str) -> bool {
         let name = match self.kind {
             MatchKind::Anchored | MatchKind::Path => path,
-            // filepath.Base
-            MatchKind::Base => {
-                let trimmed = path.trim_end_matches('/');
-                if trimmed.is_empty() {
-                    "/"
-                } else {
-                    trimmed.rsplit('/').next().unwrap_or(trimmed)
-                }
-            }
+            MatchKind::Base => base,
         };
         match &self.glob {
             Glob::Invalid => false,
@@ -501,7 +505,7 @@ mod tests {
                 assert_eq!(go, fast, "pattern {p:?} name {n:?}");
                 assert_eq!(
                     go,
-                    rule.matches(n),
+                    rule.matches(n, base_name(n)),
                     "pattern {p:?} name {n:?} ({:?})",
                     rule.glob
                 );
