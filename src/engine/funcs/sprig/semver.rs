@@ -117,9 +117,17 @@ fn match_version(v: &str) -> Option<(&str, &str, &str, &str, &str)> {
     let patch = dotted(s);
     let s = &s[patch.len()..];
     let pre = idents(s, '-')?;
-    let s = if pre.is_empty() { s } else { &s[1 + pre.len()..] };
+    let s = if pre.is_empty() {
+        s
+    } else {
+        &s[1 + pre.len()..]
+    };
     let meta = idents(s, '+')?;
-    let s = if meta.is_empty() { s } else { &s[1 + meta.len()..] };
+    let s = if meta.is_empty() {
+        s
+    } else {
+        &s[1 + meta.len()..]
+    };
     s.is_empty().then_some((major, minor, patch, pre, meta))
 }
 
@@ -718,10 +726,37 @@ mod tests {
         )
         .unwrap();
         let inputs = [
-            "", "v", "1", "v1", "vv1", "1.", "1.2", "1.2.", "1.2.3", "1.2.3.4", "01.2.3", "1..2",
-            "1.2.3-", "1.2.3-a", "1.2-a.b-c", "1-a..b", "1.2.3-.a", "1.2.3-a.", "1.2.3+b",
-            "1.2.3+", "1.2.3-a+b.c", "1.2.3-a+b+c", "1.2.3-a+", "1.2.3+b-c.d", "1 ", " 1",
-            "1.2.3-é", "v1.21.0-eks-1", "1.2.3_4", "1.x", "1.2.3-a-+b",
+            "",
+            "v",
+            "1",
+            "v1",
+            "vv1",
+            "1.",
+            "1.2",
+            "1.2.",
+            "1.2.3",
+            "1.2.3.4",
+            "01.2.3",
+            "1..2",
+            "1.2.3-",
+            "1.2.3-a",
+            "1.2-a.b-c",
+            "1-a..b",
+            "1.2.3-.a",
+            "1.2.3-a.",
+            "1.2.3+b",
+            "1.2.3+",
+            "1.2.3-a+b.c",
+            "1.2.3-a+b+c",
+            "1.2.3-a+",
+            "1.2.3+b-c.d",
+            "1 ",
+            " 1",
+            "1.2.3-é",
+            "v1.21.0-eks-1",
+            "1.2.3_4",
+            "1.x",
+            "1.2.3-a-+b",
         ];
         for i in inputs {
             let want = re.captures(i).map(|c| {
