@@ -3,8 +3,9 @@
 //! the `# Source:` printing of `action.renderResources` and the
 //! `--show-only` filter of `helm template`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::LazyLock;
+use std::sync::mpsc;
 
 use regex::Regex;
 
@@ -205,16 +206,47 @@ fn go_trim_space(s: &str) -> &str {
 /// partials and blank files skipped, documents classified into hooks and
 /// manifests, each list stably sorted by kind.
 pub fn sort_manifests(files: &BTreeMap<String, String>) -> Result<Sorted, ManifestError> {
+    sort_manifests_with(files, PreParsed::default())
+}
+
+/// Whether `sort_manifests` looks at a rendered file: partials and blank
+/// files are skipped.
+fn is_manifest_file(path: &str, content: &str) -> bool {
+    !base_name(path).starts_with('_') && !go_trim_space(content).is_empty()
+}
+
+/// [`sort_manifests`], taking the heads of files a [`HeadWorker`] has
+/// already parsed from `pre`.
+pub fn sort_manifests_with(
+    files: &BTreeMap<String, String>,
+    mut pre: PreParsed,
+) -> Result<Sorted, ManifestError> {
     let mut out = Sorted::default();
-    let docs: Vec<(&String, String)> = files
+    let mut docs: Vec<(&String, String)> = Vec::new();
+    let mut heads: Vec<Option<Result<SimpleHead, String>>> = Vec::new();
+    for (path, content) in files.iter().filter(|(p, c)| is_manifest_file(p, c)) {
+        let split = split_manifests(content);
+        // The worker saw this very text (same path, same length) and split
+        // it the same way; anything else is parsed here.
+        match pre.0.remove(path) {
+            Some((len, parsed)) if len == content.len() && parsed.len() == split.len() => {
+                heads.extend(parsed.into_iter().map(Some));
+            }
+            _ => heads.extend(split.iter().map(|_| None)),
+        }
+        docs.extend(split.into_iter().map(|d| (path, d)));
+    }
+    let missing: Vec<&str> = docs
         .iter()
-        .filter(|(path, content)| {
-            !base_name(path).starts_with('_') && !go_trim_space(content).is_empty()
-        })
-        .flat_map(|(path, content)| split_manifests(content).into_iter().map(move |d| (path, d)))
+        .zip(&heads)
+        .filter(|(_, h)| h.is_none())
+        .map(|((_, d), _)| d.as_str())
         .collect();
-    let heads = parse_heads(&docs);
+    let mut parsed = parse_heads(&missing).into_iter();
     for ((path, doc), head) in docs.into_iter().zip(heads) {
+        let Some(head) = head.or_else(|| parsed.next()) else {
+            continue;
+        };
         // Helm stops at the first document (in file order) that fails.
         let head = head.map_err(|message| ManifestError {
             path: path.clone(),
@@ -263,22 +295,78 @@ pub fn sort_manifests(files: &BTreeMap<String, String>) -> Result<Sorted, Manife
     Ok(out)
 }
 
+/// Heads parsed ahead by a [`HeadWorker`]: per file path, the length of
+/// the text parsed and the head of each of its documents.
+#[derive(Default)]
+pub struct PreParsed(HashMap<String, (usize, Vec<Result<SimpleHead, String>>)>);
+
+/// Parses the heads of rendered files on another core while the templates
+/// after them still execute, so that sorting the manifests finds them
+/// ready. Helm reads each document whole to get four fields, which costs
+/// about as much as executing the templates; template execution itself is
+/// single-threaded (values are `Rc`), so this overlaps the two. What it
+/// parses is only used once every file has rendered, so errors are still
+/// reported in Helm's order.
+pub struct HeadWorker {
+    tx: mpsc::Sender<(String, String)>,
+    handle: std::thread::JoinHandle<PreParsed>,
+}
+
+impl HeadWorker {
+    /// A worker on a new thread, or `None` when no thread can be started:
+    /// then the heads are parsed when sorting. Worth it only with a spare
+    /// core.
+    pub fn start() -> Option<HeadWorker> {
+        let (tx, rx) = mpsc::channel::<(String, String)>();
+        let handle = std::thread::Builder::new()
+            // The loader recurses per nesting level; address space only.
+            .stack_size(256 << 20)
+            .spawn(move || {
+                let mut pre = PreParsed::default();
+                for (path, content) in rx {
+                    let heads = split_manifests(&content)
+                        .iter()
+                        .map(|d| parse_head(d))
+                        .collect();
+                    pre.0.insert(path, (content.len(), heads));
+                }
+                pre
+            })
+            .ok()?;
+        Some(HeadWorker { tx, handle })
+    }
+
+    /// Hand over one rendered file (its final text, as it will be sorted).
+    pub fn send(&self, path: &str, content: &str) {
+        if is_manifest_file(path, content) && !path.ends_with("NOTES.txt") {
+            // A worker that is gone only means the heads get parsed later.
+            let _ = self.tx.send((path.to_string(), content.to_string()));
+        }
+    }
+
+    /// Wait for the heads of everything sent.
+    pub fn finish(self) -> PreParsed {
+        drop(self.tx);
+        self.handle.join().unwrap_or_default()
+    }
+}
+
 /// `parse_head` of every document, in order. Each document is a whole YAML
 /// parse (Helm unmarshals it entirely to read four fields), which dominates
 /// charts shipping big CRDs, and documents are independent: above a size
 /// where threads pay off, contiguous runs of documents of about equal bytes
 /// are parsed on the available cores.
-fn parse_heads(docs: &[(&String, String)]) -> Vec<Result<SimpleHead, String>> {
+fn parse_heads(docs: &[&str]) -> Vec<Result<SimpleHead, String>> {
     const PARALLEL_MIN_BYTES: usize = 256 << 10;
-    let total: usize = docs.iter().map(|(_, d)| d.len()).sum();
+    let total: usize = docs.iter().map(|d| d.len()).sum();
     let threads = crate::chart::render::cores().min(docs.len());
     if threads < 2 || total < PARALLEL_MIN_BYTES {
-        return docs.iter().map(|(_, d)| parse_head(d)).collect();
+        return docs.iter().map(|d| parse_head(d)).collect();
     }
     let share = total.div_ceil(threads);
-    let mut chunks: Vec<&[(&String, String)]> = Vec::with_capacity(threads);
+    let mut chunks: Vec<&[&str]> = Vec::with_capacity(threads);
     let (mut start, mut bytes) = (0, 0);
-    for (i, (_, d)) in docs.iter().enumerate() {
+    for (i, d) in docs.iter().enumerate() {
         bytes += d.len();
         if bytes >= share && chunks.len() + 1 < threads {
             chunks.push(&docs[start..=i]);
@@ -286,8 +374,8 @@ fn parse_heads(docs: &[(&String, String)]) -> Vec<Result<SimpleHead, String>> {
         }
     }
     chunks.push(&docs[start..]);
-    let parse_all = |chunk: &[(&String, String)]| -> Vec<Result<SimpleHead, String>> {
-        chunk.iter().map(|(_, d)| parse_head(d)).collect()
+    let parse_all = |chunk: &[&str]| -> Vec<Result<SimpleHead, String>> {
+        chunk.iter().map(|d| parse_head(d)).collect()
     };
     std::thread::scope(|scope| {
         // The loader recurses per nesting level, like the main worker thread
@@ -617,6 +705,50 @@ mod tests {
     const CM: &str = "\n---\n# only a comment\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: s\n---\n\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n---\napiVersion: v1\nkind: Foo\nmetadata:\n  name: f\n---\napiVersion: v1\nkind: Bar\nmetadata:\n  name: b\n";
 
     const HOOKS: &str = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j1\n  annotations:\n    \"helm.sh/hook\": post-install,pre-upgrade\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: t1\n  annotations:\n    \"helm.sh/hook\": test\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: u1\n  annotations:\n    \"helm.sh/hook\": foo\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a1\n  annotations:\n    other: x\n";
+
+    /// Heads parsed ahead by the worker give the same result as parsing
+    /// them while sorting, including which bad document is reported; a
+    /// file whose text changed after it was sent is parsed again.
+    #[test]
+    fn heads_parsed_ahead_sort_the_same() {
+        let files: BTreeMap<String, String> = [
+            ("c/templates/a.yaml", CM),
+            ("c/templates/hooks.yaml", HOOKS),
+            ("c/templates/_helpers.tpl", "not: [yaml"),
+            ("c/templates/blank.yaml", "  \n"),
+            ("c/templates/z.yaml", "kind: Secret\nmetadata:\n  name: z\n"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let ahead = |files: &BTreeMap<String, String>, changed: Option<&str>| {
+            let w = HeadWorker::start().expect("a worker thread");
+            for (path, text) in files {
+                let sent = if changed == Some(path.as_str()) {
+                    "kind: Other"
+                } else {
+                    text
+                };
+                w.send(path, sent);
+            }
+            sort_manifests_with(files, w.finish())
+        };
+        let direct = sort_manifests(&files).unwrap();
+        for changed in [None, Some("c/templates/z.yaml")] {
+            let pre = ahead(&files, changed).unwrap();
+            assert_eq!(pre.manifests, direct.manifests);
+            assert_eq!(pre.hooks, direct.hooks);
+            assert_eq!(pre.warnings, direct.warnings);
+        }
+        let mut bad = files.clone();
+        bad.insert("c/templates/b.yaml".into(), "a: [1\n".into());
+        bad.insert("c/templates/y.yaml".into(), "b: {\n".into());
+        assert_eq!(
+            ahead(&bad, None).unwrap_err(),
+            sort_manifests(&bad).unwrap_err()
+        );
+        assert_eq!(ahead(&bad, None).unwrap_err().path, "c/templates/b.yaml");
+    }
 
     #[test]
     fn split_keeps_a_separator_swallowed_by_the_previous_one() {

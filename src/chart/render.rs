@@ -410,6 +410,28 @@ pub fn render_parsed(
     caps: &Capabilities,
     env: &Env,
 ) -> Result<(BTreeMap<String, String>, RenderState), RenderError> {
+    render_parsed_with(chart, parsed, values, release, caps, env, &mut |_, _| {})
+}
+
+/// Whether a chart's templates are big enough that handing work to another
+/// thread pays for starting it.
+pub(crate) fn worth_a_thread(chart: &Chart) -> bool {
+    let mut all = BTreeMap::new();
+    collect_templates(chart, None, &mut all);
+    cores() > 1 && all.values().map(|d| d.len()).sum::<usize>() >= MIN_PARALLEL_BYTES
+}
+
+/// [`render_parsed`], giving `rendered(path, text)` each file's final text
+/// as soon as it is rendered (files come in Helm's template order).
+pub fn render_parsed_with(
+    chart: &Chart,
+    parsed: ParsedTemplates,
+    values: Value,
+    release: &ReleaseOptions,
+    caps: &Capabilities,
+    env: &Env,
+    rendered_file: &mut dyn FnMut(&str, &str),
+) -> Result<(BTreeMap<String, String>, RenderState), RenderError> {
     let shared = Shared {
         release: release_value(release),
         capabilities: caps.to_value(),
@@ -464,6 +486,7 @@ pub fn render_parsed(
                 crate::engine::value::go_lossy(e.as_bytes()).into_owned()
             }
         };
+        rendered_file(&name, &text);
         rendered.insert(name, text);
     }
     if let Some(e) = not_utf8 {

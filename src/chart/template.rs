@@ -258,8 +258,27 @@ pub fn run_keeping(
         )));
     }
     let top_values = crate::chart::convert::values_to_value(&values);
+    // Manifest heads are parsed on another core as the files render.
+    let heads = match &parsed {
+        Ok(_) if render::worth_a_thread(&chart) => manifest::HeadWorker::start(),
+        _ => None,
+    };
     let (mut files, state) = parsed
-        .and_then(|p| render::render_parsed(&chart, p, top_values, &release, &caps, &s.env))
+        .and_then(|p| {
+            render::render_parsed_with(
+                &chart,
+                p,
+                top_values,
+                &release,
+                &caps,
+                &s.env,
+                &mut |path, text| {
+                    if let Some(h) = &heads {
+                        h.send(path, text);
+                    }
+                },
+            )
+        })
         .map_err(with_debug_hint)?;
     // NOTES.txt is rendered (its errors count) but never printed; the top
     // chart's is kept for a release record.
@@ -269,7 +288,8 @@ pub fn run_keeping(
         .unwrap_or_default();
     files.retain(|k, _| !k.ends_with("NOTES.txt"));
     check_utf8(&chart, &files)?;
-    let sorted = manifest::sort_manifests(&files).map_err(with_debug_hint)?;
+    let pre = heads.map(manifest::HeadWorker::finish).unwrap_or_default();
+    let sorted = manifest::sort_manifests_with(&files, pre).map_err(with_debug_hint)?;
     for w in &sorted.warnings {
         let _ = writeln!(log, "manifest_sorter.go:190: {w}");
     }
