@@ -75,12 +75,28 @@ pub fn load(path: &Path) -> Result<Chart, LoadError> {
 /// [`load`], sending Helm's loader warnings (`load.go:120: Warning: …`, the
 /// line its `log.Printf` prints) to `warn`.
 pub fn load_with_warnings(path: &Path, warn: Warn) -> Result<Chart, LoadError> {
+    load_observed(path, warn, &mut |_| {})
+}
+
+/// Sees the top chart part-loaded: its metadata and templates are read,
+/// its values not yet (see [`load_observed`]).
+pub type Observer<'a> = &'a mut dyn FnMut(&Chart);
+
+/// [`load_with_warnings`], showing the top chart to `templates_known` as
+/// soon as its templates are known and before its values file is parsed,
+/// so that the caller can start parsing the templates meanwhile. It is
+/// called once, unless loading fails first.
+pub fn load_observed(
+    path: &Path,
+    warn: Warn,
+    templates_known: Observer,
+) -> Result<Chart, LoadError> {
     let meta = std::fs::metadata(path)
         .map_err(|_| LoadError::NotFound(path.to_string_lossy().into_owned()))?;
     let mut chart = if meta.is_dir() {
-        load_dir(path, warn)?
+        load_dir_observed(path, warn, templates_known)?
     } else {
-        load_file(path, warn)?
+        load_file_observed(path, warn, templates_known)?
     };
     set_full_paths(&mut chart, "");
     Ok(chart)
@@ -112,6 +128,10 @@ pub fn set_full_paths(chart: &mut Chart, parent: &str) {
 /// `LoadDir`: walk the directory (following symlinks, names sorted within
 /// each directory as Go's `filepath.Walk` does), applying `.helmignore`.
 pub fn load_dir(dir: &Path, warn: Warn) -> Result<Chart, LoadError> {
+    load_dir_observed(dir, warn, &mut |_| {})
+}
+
+fn load_dir_observed(dir: &Path, warn: Warn, observe: Observer) -> Result<Chart, LoadError> {
     let top = std::path::absolute(dir).map_err(|e| invalid(e.to_string()))?;
     let mut rules = Rules::empty();
     let ifile = top.join(".helmignore");
@@ -122,7 +142,7 @@ pub fn load_dir(dir: &Path, warn: Warn) -> Result<Chart, LoadError> {
     rules.add_defaults();
     let mut files = Vec::new();
     walk(&top, "", &rules, &mut files)?;
-    load_files(files, warn)
+    load_files_observed(files, warn, observe)
 }
 
 fn walk(
@@ -184,6 +204,10 @@ fn walk(
 
 /// `LoadFile`: a chart archive on disk, with Helm's content sniffing.
 pub fn load_file(path: &Path, warn: Warn) -> Result<Chart, LoadError> {
+    load_file_observed(path, warn, &mut |_| {})
+}
+
+fn load_file_observed(path: &Path, warn: Warn, observe: Observer) -> Result<Chart, LoadError> {
     let name = path.to_string_lossy().into_owned();
     let data = std::fs::read(path).map_err(|e| invalid(format!("open {name}: {e}")))?;
     // Helm sniffs a 512-byte buffer, zero-padded when the file is shorter.
@@ -201,7 +225,7 @@ pub fn load_file(path: &Path, warn: Warn) -> Result<Chart, LoadError> {
             detect_content_type(head)
         )));
     }
-    load_archive(&data, warn)
+    load_files_observed(load_archive_files(&data)?, warn, observe)
 }
 
 /// A reduced `http.DetectContentType` for the non-gzip case of Helm's
@@ -372,6 +396,14 @@ fn load_yaml_doc(data: &[u8], what: &str, typed: bool) -> Result<Yaml, LoadError
 /// `LoadFiles`: sort files into the chart, validate its metadata, then load
 /// the subcharts found under `charts/`.
 pub fn load_files(files: Vec<BufferedFile>, warn: Warn) -> Result<Chart, LoadError> {
+    load_files_observed(files, warn, &mut |_| {})
+}
+
+fn load_files_observed(
+    files: Vec<BufferedFile>,
+    warn: Warn,
+    observe: Observer,
+) -> Result<Chart, LoadError> {
     let mut c = Chart::default();
     let mut have_metadata = false;
     let mut nulls = metadata::NullEntries::default();
@@ -379,6 +411,7 @@ pub fn load_files(files: Vec<BufferedFile>, warn: Warn) -> Result<Chart, LoadErr
     // here; the order of dependencies is re-established by the dependency
     // processing and template sorting, so any stable order will do).
     let mut subcharts: Vec<(String, Vec<BufferedFile>)> = Vec::new();
+    let mut values_file = None;
 
     for f in &files {
         if f.name == "Chart.yaml" {
@@ -424,19 +457,9 @@ pub fn load_files(files: Vec<BufferedFile>, warn: Warn) -> Result<Chart, LoadErr
                     }
                 }
             }
-            "values.yaml" => {
-                let doc = load_yaml_doc(&f.data, "values.yaml", false)?;
-                c.values = match doc {
-                    Yaml::Map(m) => m,
-                    Yaml::Null => Mapping::new(),
-                    other => {
-                        return Err(invalid(format!(
-                            "cannot load values.yaml: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-                            kind_name(&other)
-                        )));
-                    }
-                };
-            }
+            // Parsed after the loop: no file after it in walk order can
+            // fail to load, so Helm's first error is still the first.
+            "values.yaml" => values_file = Some(f.data),
             "values.schema.json" => c.schema = Some(f.data.shared().clone()),
             "requirements.yaml" => {
                 have_metadata = true;
@@ -486,6 +509,20 @@ pub fn load_files(files: Vec<BufferedFile>, warn: Warn) -> Result<Chart, LoadErr
         }
     }
 
+    observe(&c);
+    if let Some(data) = values_file {
+        let doc = load_yaml_doc(&data, "values.yaml", false)?;
+        c.values = match doc {
+            Yaml::Map(m) => m,
+            Yaml::Null => Mapping::new(),
+            other => {
+                return Err(invalid(format!(
+                    "cannot load values.yaml: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+                    kind_name(&other)
+                )));
+            }
+        };
+    }
     if !have_metadata {
         return Err(invalid("Chart.yaml file is missing"));
     }
