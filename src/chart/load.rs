@@ -141,7 +141,7 @@ fn load_dir_observed(dir: &Path, warn: Warn, observe: Observer) -> Result<Chart,
     }
     rules.add_defaults();
     let mut files = Vec::new();
-    walk(&top, "", &rules, &mut files)?;
+    walk(&top, "", &rules, &mut files, warn)?;
     load_files_observed(files, warn, observe)
 }
 
@@ -150,56 +150,168 @@ fn walk(
     rel: &str,
     rules: &Rules,
     files: &mut Vec<BufferedFile>,
+    warn: Warn,
 ) -> Result<(), LoadError> {
     let rd = std::fs::read_dir(dir).map_err(|e| invalid(format!("{}: {e}", dir.display())))?;
-    let mut names: Vec<String> = Vec::new();
+    let mut entries: Vec<(String, std::fs::FileType)> = Vec::new();
     for entry in rd {
         let entry = entry.map_err(|e| invalid(e.to_string()))?;
-        names.push(entry.file_name().to_string_lossy().into_owned());
+        // The type comes with the directory entry (no stat) on Linux.
+        let ft = entry.file_type().map_err(|e| invalid(e.to_string()))?;
+        entries.push((entry.file_name().to_string_lossy().into_owned(), ft));
     }
-    names.sort();
-    for name in names {
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    for (name, ft) in entries {
         let full = dir.join(&name);
         let n = if rel.is_empty() {
             name.clone()
         } else {
             format!("{rel}/{name}")
         };
-        // sympath.Walk follows symlinks.
-        let meta = std::fs::metadata(&full)
-            .map_err(|e| invalid(format!("lstat {}: {e}", full.display())))?;
-        if meta.is_dir() {
+        // sympath.Walk follows symlinks (and says so): only those need a
+        // stat here.
+        let followed = if ft.is_symlink() {
+            let resolved = std::fs::canonicalize(&full).map_err(|e| {
+                invalid(format!(
+                    "error evaluating symlink {}: {}",
+                    full.display(),
+                    go_path_error("lstat", &link_target(&full), &e)
+                ))
+            })?;
+            warn(&format!(
+                "walk.go:75: found symbolic link in path: {} resolves to {}. Contents of linked file included and used",
+                full.display(),
+                resolved.display()
+            ));
+            Some(
+                std::fs::metadata(&resolved)
+                    .map_err(|e| invalid(go_path_error("lstat", &resolved, &e)))?,
+            )
+        } else {
+            None
+        };
+        let (is_dir, is_file) = match &followed {
+            Some(m) => (m.is_dir(), m.is_file()),
+            None => (ft.is_dir(), ft.is_file()),
+        };
+        if is_dir {
             if rules.ignore(&n, true) {
                 continue;
             }
-            walk(&full, &n, rules, files)?;
+            walk(&full, &n, rules, files, warn)?;
             continue;
         }
         if rules.ignore(&n, false) {
             continue;
         }
-        if !meta.is_file() {
+        if !is_file {
             return Err(invalid(format!(
                 "cannot load irregular file {} as it has file mode type bits set",
                 full.display()
             )));
         }
-        if meta.len() > MAX_DECOMPRESSED_FILE_SIZE {
-            return Err(invalid(format!(
-                "chart file {} is larger than the maximum file size {MAX_DECOMPRESSED_FILE_SIZE}",
-                go_quote(&name)
-            )));
+        let too_big = |len: u64| {
+            (len > MAX_DECOMPRESSED_FILE_SIZE).then(|| {
+                invalid(format!(
+                    "chart file {} is larger than the maximum file size {MAX_DECOMPRESSED_FILE_SIZE}",
+                    go_quote(&name)
+                ))
+            })
+        };
+        // Helm checks the size, then reads the file. Opening it first
+        // gives the size without a separate stat; on an open error the size
+        // is checked by path so that Helm's first error stays first.
+        let mut file = match std::fs::File::open(&full) {
+            Ok(f) => f,
+            Err(e) => {
+                let len = std::fs::metadata(&full).map_or(0, |m| m.len());
+                return Err(too_big(len).unwrap_or_else(|| {
+                    invalid(format!(
+                        "error reading {n}: {}",
+                        go_path_error("open", &full, &e)
+                    ))
+                }));
+            }
+        };
+        let len = file
+            .metadata()
+            .map_err(|e| invalid(format!("error reading {n}: {e}")))?
+            .len();
+        if let Some(e) = too_big(len) {
+            return Err(e);
         }
-        // Helm reads every file here; the bytes are only read when used
-        // (see `Data`), but opening the file keeps Helm's load error for
-        // one that cannot be read.
-        std::fs::File::open(&full).map_err(|e| invalid(format!("error reading {n}: {e}")))?;
-        files.push(BufferedFile {
-            name: n,
-            data: Data::lazy(full),
-        });
+        // Files every render reads are read now, through the open file;
+        // the others (READMEs, CI values, CRDs left out) only if used.
+        let data = if read_at_load(&n) {
+            let mut v = Vec::with_capacity(len as usize);
+            std::io::Read::read_to_end(&mut file, &mut v)
+                .map_err(|e| invalid(format!("error reading {n}: {e}")))?;
+            Data::loaded(v)
+        } else {
+            Data::lazy(full)
+        };
+        files.push(BufferedFile { name: n, data });
     }
     Ok(())
+}
+
+/// Go's `*fs.PathError` text, `op path: reason`, with the reason as Go's
+/// errno table words it (glibc's text, lower-cased).
+fn go_path_error(op: &str, path: &Path, e: &std::io::Error) -> String {
+    let text = e.to_string();
+    let reason = match e.raw_os_error() {
+        Some(code) => text
+            .strip_suffix(&format!(" (os error {code})"))
+            .unwrap_or(&text),
+        None => &text,
+    };
+    let mut chars = reason.chars();
+    let reason = match chars.next() {
+        Some(c) => c.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    };
+    format!("{op} {}: {reason}", path.display())
+}
+
+/// Where the symlink at `link` points, made absolute and cleaned as
+/// `filepath.EvalSymlinks` reports it when the target is missing.
+fn link_target(link: &Path) -> std::path::PathBuf {
+    let Ok(target) = std::fs::read_link(link) else {
+        return link.to_path_buf();
+    };
+    let joined = match link.parent() {
+        Some(dir) if target.is_relative() => dir.join(target),
+        _ => target,
+    };
+    let mut clean = std::path::PathBuf::new();
+    for c in joined.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                clean.pop();
+            }
+            std::path::Component::CurDir => {}
+            c => clean.push(c),
+        }
+    }
+    clean
+}
+
+/// Whether a chart file (path relative to the top chart) is read by every
+/// render: metadata, values and schema files, templates (also of
+/// subcharts) and packed subcharts.
+fn read_at_load(rel: &str) -> bool {
+    let base = rel.rsplit('/').next().unwrap_or(rel);
+    matches!(
+        base,
+        "Chart.yaml"
+            | "values.yaml"
+            | "values.schema.json"
+            | "Chart.lock"
+            | "requirements.yaml"
+            | "requirements.lock"
+    ) || rel.starts_with("templates/")
+        || rel.contains("/templates/")
+        || (rel.starts_with("charts/") && base.ends_with(".tgz"))
 }
 
 /// `LoadFile`: a chart archive on disk, with Helm's content sniffing.
@@ -592,6 +704,73 @@ mod tests {
     fn missing_path() {
         let e = load(Path::new("./nonexist")).unwrap_err();
         assert_eq!(e.to_string(), "path \"./nonexist\" not found");
+    }
+
+    /// Symlinks are followed with Helm's warning per link; a dangling one,
+    /// a FIFO and a file over the size limit fail with Helm's texts (taken
+    /// from helm v3.17.3 on the same layout).
+    #[test]
+    fn symlinks_and_irregular_files_as_helm() {
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        let d = root.join("c");
+        write(
+            &d,
+            "Chart.yaml",
+            "apiVersion: v2\nname: c\nversion: 0.1.0\n",
+        );
+        write(&root, "ext/a.yaml", "kind: A\n");
+        write(&root, "ext/sub/b.yaml", "kind: B\n");
+        std::fs::create_dir(d.join("templates")).unwrap();
+        std::os::unix::fs::symlink("../../ext/a.yaml", d.join("templates/link.yaml")).unwrap();
+        std::os::unix::fs::symlink("../../ext/sub", d.join("templates/sub")).unwrap();
+        let mut said = Vec::new();
+        let c = load_with_warnings(&d, &mut |w| said.push(w.to_string())).unwrap();
+        let names: Vec<&str> = c.templates.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["templates/link.yaml", "templates/sub/b.yaml"]);
+        assert_eq!(&*c.templates[0].data, b"kind: A\n");
+        let r = root.display();
+        assert_eq!(
+            said,
+            [
+                format!(
+                    "walk.go:75: found symbolic link in path: {r}/c/templates/link.yaml resolves to {r}/ext/a.yaml. Contents of linked file included and used"
+                ),
+                format!(
+                    "walk.go:75: found symbolic link in path: {r}/c/templates/sub resolves to {r}/ext/sub. Contents of linked file included and used"
+                ),
+            ]
+        );
+
+        std::os::unix::fs::symlink("../nowhere", d.join("templates/dangling.yaml")).unwrap();
+        assert_eq!(
+            load_with_warnings(&d, &mut |_| {}).unwrap_err().to_string(),
+            format!(
+                "error evaluating symlink {r}/c/templates/dangling.yaml: lstat {r}/c/nowhere: no such file or directory"
+            )
+        );
+        std::fs::remove_file(d.join("templates/dangling.yaml")).unwrap();
+
+        let fifo = d.join("templates/fifo.yaml");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            assert_eq!(
+                load(&d).unwrap_err().to_string(),
+                format!(
+                    "cannot load irregular file {r}/c/templates/fifo.yaml as it has file mode type bits set"
+                )
+            );
+            std::fs::remove_file(&fifo).unwrap();
+        }
+
+        let big = std::fs::File::create(d.join("big.bin")).unwrap();
+        big.set_len(MAX_DECOMPRESSED_FILE_SIZE + 1).unwrap();
+        assert_eq!(
+            load(&d).unwrap_err().to_string(),
+            format!(
+                "chart file \"big.bin\" is larger than the maximum file size {MAX_DECOMPRESSED_FILE_SIZE}"
+            )
+        );
     }
 
     #[test]

@@ -126,10 +126,14 @@ const WORKER_STACK: usize = 8 * 1024 * 1024;
 
 /// Threads worth running on this machine (its cores, capped).
 pub(crate) fn cores() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(MAX_THREADS)
+    // Asked once: the answer reads the CPU affinity and cgroup quota files.
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(MAX_THREADS)
+    })
 }
 
 /// Parse results of one thread: (job id, result).

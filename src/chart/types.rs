@@ -41,6 +41,14 @@ impl Data {
         }))
     }
 
+    /// Bytes read already, without a UTF-8 byte order mark.
+    pub fn loaded(mut v: Vec<u8>) -> Data {
+        if v.starts_with(&[0xEF, 0xBB, 0xBF]) {
+            v.drain(..3);
+        }
+        Data::from(Arc::<[u8]>::from(v))
+    }
+
     /// The bytes (read now if they were deferred). A file that vanished or
     /// became unreadable since the load reads as empty.
     pub fn bytes(&self) -> &[u8] {
