@@ -126,7 +126,8 @@ fn instance_map(m: &Mapping) -> Result<J, String> {
 /// the error loading the schema.
 pub fn validate_against_single_schema(values: &Mapping, schema: &[u8]) -> Result<(), String> {
     let doc = instance_map(values)?;
-    let schema = compile::compile(json::decode(schema)?)?;
+    let (doc_schema, keys) = json::decode(schema)?;
+    let schema = compile::compile(doc_schema, keys)?;
     let res = schema.validate(&doc);
     if res.errors.is_empty() {
         return Ok(());

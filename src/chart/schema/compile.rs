@@ -12,11 +12,11 @@
 //! Where Go ranges over a map (properties, definitions, dependencies,
 //! patternProperties) the order is random in Go; here it is by key.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use regex::Regex;
 
-use super::json::{J, marshal_without_number};
+use super::json::{J, Keys, marshal_without_number};
 use super::num::Dec;
 use super::refs::Ref;
 
@@ -122,53 +122,58 @@ fn parse_schema_url(doc: &J) -> Result<Option<Draft>, String> {
     }
 }
 
-/// A step of a path from the document root.
-enum Step {
-    Key(String),
-    Index(usize),
+/// The scope `$id` of an object node in `parseReferencesRecursive`: the
+/// id resolved against `base`, or `Err(())` when that reference was
+/// registered before (Go then abandons the subtree: "Reference already
+/// exists"), or `None` without a usable id.
+fn scope_id(
+    m: &BTreeMap<String, J>,
+    base: &Ref,
+    seen: &mut HashSet<String>,
+) -> Result<Option<(String, Ref)>, ()> {
+    let key_id = if m.contains_key("id") { "id" } else { "$id" };
+    if let Some(J::Str(id)) = m.get(key_id)
+        && let Ok(r) = Ref::parse(id)
+        && let Ok(l) = base.inherits(&r)
+    {
+        let key = l.string();
+        if !seen.insert(key.clone()) {
+            return Err(());
+        }
+        return Ok(Some((key, l)));
+    }
+    Ok(None)
 }
 
-/// `parseReferencesRecursive`: register `$id`s (by their resolved
-/// reference, with the path to their node) and rewrite every `$ref` into
-/// an absolute reference. `const` and `enum` are literal; the children of
-/// `properties`, `dependencies` and `patternProperties` are schemas, the
-/// maps themselves are not.
-fn rewrite(
-    node: &mut J,
-    base: &Ref,
-    path: &mut Vec<Step>,
-    ids: &mut Vec<(String, Vec<(bool, String)>)>,
-) {
+/// Whether `parseReferencesRecursive` walks into the value of `key`:
+/// `const` and `enum` are literal; the maps of `properties`,
+/// `dependencies` and `patternProperties` are not schemas, their values are.
+fn walk_kind(key: &str) -> Option<bool> {
+    match key {
+        "const" | "enum" => None,
+        "properties" | "dependencies" | "patternProperties" => Some(true),
+        _ => Some(false),
+    }
+}
+
+/// `parseReferencesRecursive`, first half: every `$ref` rewritten into an
+/// absolute reference against the enclosing `$id`.
+fn rewrite(node: &mut J, base: &Ref, seen: &mut HashSet<String>) {
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, || rewrite_inner(node, base, seen));
+}
+
+fn rewrite_inner(node: &mut J, base: &Ref, seen: &mut HashSet<String>) {
     match node {
         J::Arr(a) => {
-            for (i, v) in a.iter_mut().enumerate() {
-                path.push(Step::Index(i));
-                rewrite(v, base, path, ids);
-                path.pop();
+            for v in a {
+                rewrite(v, base, seen);
             }
         }
         J::Obj(m) => {
-            let mut local = base.clone();
-            let key_id = if m.contains_key("id") { "id" } else { "$id" };
-            if let Some(J::Str(id)) = m.get(key_id)
-                && let Ok(r) = Ref::parse(id)
-                && let Ok(l) = base.inherits(&r)
-            {
-                let key = l.string();
-                if ids.iter().any(|(k, _)| *k == key) {
-                    // "Reference already exists": Go abandons this subtree.
-                    return;
-                }
-                let steps = path
-                    .iter()
-                    .map(|s| match s {
-                        Step::Key(k) => (true, k.clone()),
-                        Step::Index(i) => (false, i.to_string()),
-                    })
-                    .collect();
-                ids.push((key, steps));
-                local = l;
-            }
+            let Ok(id) = scope_id(m, base, seen) else {
+                return;
+            };
+            let local = id.as_ref().map_or(base, |(_, l)| l);
             if let Some(J::Str(r)) = m.get("$ref")
                 && let Ok(r) = Ref::parse(r)
                 && let Ok(abs) = local.inherits(&r)
@@ -176,24 +181,70 @@ fn rewrite(
                 m.insert("$ref".into(), J::Str(abs.string()));
             }
             for (k, v) in m.iter_mut() {
-                match k.as_str() {
-                    "const" | "enum" => {}
-                    "properties" | "dependencies" | "patternProperties" => {
+                match walk_kind(k) {
+                    None => {}
+                    Some(true) => {
                         if let J::Obj(children) = v {
-                            path.push(Step::Key(k.clone()));
-                            for (ck, cv) in children.iter_mut() {
-                                path.push(Step::Key(ck.clone()));
-                                rewrite(cv, &local, path, ids);
-                                path.pop();
+                            for cv in children.values_mut() {
+                                rewrite(cv, local, seen);
                             }
-                            path.pop();
                         }
                     }
-                    _ => {
-                        path.push(Step::Key(k.clone()));
-                        rewrite(v, &local, path, ids);
-                        path.pop();
+                    Some(false) => rewrite(v, local, seen),
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `parseReferencesRecursive`, second half (same walk): the nodes with an
+/// `$id`, by their resolved reference.
+fn collect_ids<'a>(
+    node: &'a J,
+    base: &Ref,
+    seen: &mut HashSet<String>,
+    ids: &mut Vec<(String, &'a J)>,
+) {
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
+        collect_ids_inner(node, base, seen, ids)
+    });
+}
+
+fn collect_ids_inner<'a>(
+    node: &'a J,
+    base: &Ref,
+    seen: &mut HashSet<String>,
+    ids: &mut Vec<(String, &'a J)>,
+) {
+    match node {
+        J::Arr(a) => {
+            for v in a {
+                collect_ids(v, base, seen, ids);
+            }
+        }
+        J::Obj(m) => {
+            let Ok(id) = scope_id(m, base, seen) else {
+                return;
+            };
+            let local = match &id {
+                Some((key, l)) => {
+                    ids.push((key.clone(), node));
+                    l
+                }
+                None => base,
+            };
+            for (k, v) in m {
+                match walk_kind(k) {
+                    None => {}
+                    Some(true) => {
+                        if let J::Obj(children) = v {
+                            for cv in children.values() {
+                                collect_ids(cv, local, seen, ids);
+                            }
+                        }
                     }
+                    Some(false) => collect_ids(v, local, seen, ids),
                 }
             }
         }
@@ -222,6 +273,103 @@ fn pointer_get<'a>(doc: &'a J, tokens: &[String]) -> Result<&'a J, String> {
     Ok(node)
 }
 
+/// The keywords of one schema object, found in a single pass over it
+/// (instead of a map lookup per keyword).
+#[derive(Default)]
+struct Kw<'a> {
+    id_new: Option<&'a J>,
+    id_old: Option<&'a J>,
+    definitions: Option<&'a J>,
+    title: Option<&'a J>,
+    description: Option<&'a J>,
+    ref_: Option<&'a J>,
+    type_: Option<&'a J>,
+    properties: Option<&'a J>,
+    additional_properties: Option<&'a J>,
+    pattern_properties: Option<&'a J>,
+    property_names: Option<&'a J>,
+    dependencies: Option<&'a J>,
+    items: Option<&'a J>,
+    additional_items: Option<&'a J>,
+    multiple_of: Option<&'a J>,
+    minimum: Option<&'a J>,
+    exclusive_minimum: Option<&'a J>,
+    maximum: Option<&'a J>,
+    exclusive_maximum: Option<&'a J>,
+    min_length: Option<&'a J>,
+    max_length: Option<&'a J>,
+    pattern: Option<&'a J>,
+    format: Option<&'a J>,
+    min_properties: Option<&'a J>,
+    max_properties: Option<&'a J>,
+    required: Option<&'a J>,
+    min_items: Option<&'a J>,
+    max_items: Option<&'a J>,
+    unique_items: Option<&'a J>,
+    contains: Option<&'a J>,
+    const_: Option<&'a J>,
+    enum_: Option<&'a J>,
+    one_of: Option<&'a J>,
+    any_of: Option<&'a J>,
+    all_of: Option<&'a J>,
+    not: Option<&'a J>,
+    if_: Option<&'a J>,
+    then: Option<&'a J>,
+    else_: Option<&'a J>,
+}
+
+impl<'a> Kw<'a> {
+    fn of(m: &'a BTreeMap<String, J>) -> Kw<'a> {
+        let mut kw = Kw::default();
+        for (k, v) in m {
+            let slot = match k.as_str() {
+                "$id" => &mut kw.id_new,
+                "id" => &mut kw.id_old,
+                "definitions" => &mut kw.definitions,
+                "title" => &mut kw.title,
+                "description" => &mut kw.description,
+                "$ref" => &mut kw.ref_,
+                "type" => &mut kw.type_,
+                "properties" => &mut kw.properties,
+                "additionalProperties" => &mut kw.additional_properties,
+                "patternProperties" => &mut kw.pattern_properties,
+                "propertyNames" => &mut kw.property_names,
+                "dependencies" => &mut kw.dependencies,
+                "items" => &mut kw.items,
+                "additionalItems" => &mut kw.additional_items,
+                "multipleOf" => &mut kw.multiple_of,
+                "minimum" => &mut kw.minimum,
+                "exclusiveMinimum" => &mut kw.exclusive_minimum,
+                "maximum" => &mut kw.maximum,
+                "exclusiveMaximum" => &mut kw.exclusive_maximum,
+                "minLength" => &mut kw.min_length,
+                "maxLength" => &mut kw.max_length,
+                "pattern" => &mut kw.pattern,
+                "format" => &mut kw.format,
+                "minProperties" => &mut kw.min_properties,
+                "maxProperties" => &mut kw.max_properties,
+                "required" => &mut kw.required,
+                "minItems" => &mut kw.min_items,
+                "maxItems" => &mut kw.max_items,
+                "uniqueItems" => &mut kw.unique_items,
+                "contains" => &mut kw.contains,
+                "const" => &mut kw.const_,
+                "enum" => &mut kw.enum_,
+                "oneOf" => &mut kw.one_of,
+                "anyOf" => &mut kw.any_of,
+                "allOf" => &mut kw.all_of,
+                "not" => &mut kw.not,
+                "if" => &mut kw.if_,
+                "then" => &mut kw.then,
+                "else" => &mut kw.else_,
+                _ => continue,
+            };
+            *slot = Some(v);
+        }
+        kw
+    }
+}
+
 struct Compiler<'a> {
     subs: Vec<Sub>,
     /// `schemaReferencePool`: reference → subschema.
@@ -231,27 +379,20 @@ struct Compiler<'a> {
 }
 
 /// `gojsonschema.NewSchema(NewBytesLoader(..))` on a decoded document.
-pub fn compile(mut doc: J) -> Result<Schema, String> {
+pub fn compile(mut doc: J, keys: Keys) -> Result<Schema, String> {
     // parseReferences(doc, "#", pooled)
     let detected = parse_schema_url(&doc)?;
     let root_ref = Ref::parse("#")?;
-    let mut ids = Vec::new();
-    rewrite(&mut doc, &root_ref, &mut Vec::new(), &mut ids);
-    let doc = &doc;
-    let mut docs = HashMap::new();
-    for (key, steps) in ids {
-        let mut node = Some(doc);
-        for (is_key, s) in &steps {
-            node = node.and_then(|n| match n {
-                J::Obj(m) if *is_key => m.get(s),
-                J::Arr(a) if !*is_key => s.parse::<usize>().ok().and_then(|i| a.get(i)),
-                _ => None,
-            });
-        }
-        if let Some(n) = node {
-            docs.insert(key, (n, detected));
-        }
+    if keys.has_ref {
+        rewrite(&mut doc, &root_ref, &mut HashSet::new());
     }
+    let doc = &doc;
+    let mut ids = Vec::new();
+    if keys.has_id {
+        collect_ids(doc, &root_ref, &mut HashSet::new(), &mut ids);
+    }
+    let mut docs: HashMap<String, (&J, Option<Draft>)> =
+        ids.into_iter().map(|(k, n)| (k, (n, detected))).collect();
     docs.insert(root_ref.string(), (doc, detected));
     let mut c = Compiler {
         subs: Vec::new(),
@@ -337,13 +478,14 @@ impl<'a> Compiler<'a> {
         let J::Obj(m) = node else {
             return Err(NOT_A_SCHEMA.into());
         };
+        let kw = Kw::of(m);
 
-        let key_id = match draft {
-            Draft::D4 => "id",
-            Draft::Hybrid if m.contains_key("id") => "id",
-            _ => "$id",
+        let (key_id, id) = match draft {
+            Draft::D4 => ("id", kw.id_old),
+            Draft::Hybrid if kw.id_old.is_some() => ("id", kw.id_old),
+            _ => ("$id", kw.id_new),
         };
-        match m.get(key_id) {
+        match id {
             None => {}
             Some(J::Str(id)) => {
                 Ref::parse(id)?;
@@ -351,7 +493,7 @@ impl<'a> Compiler<'a> {
             Some(_) => return Err(invalid_type("string", key_id)),
         }
 
-        match m.get("definitions") {
+        match kw.definitions {
             None => {}
             Some(J::Obj(defs)) => {
                 for dv in defs.values() {
@@ -369,15 +511,15 @@ impl<'a> Compiler<'a> {
             Some(_) => return Err(invalid_type("array of schemas", "definitions")),
         }
 
-        for key in ["title", "description"] {
-            if let Some(v) = m.get(key)
+        for (key, v) in [("title", kw.title), ("description", kw.description)] {
+            if let Some(v) = v
                 && !matches!(v, J::Str(_))
             {
                 return Err(invalid_type("string", key));
             }
         }
 
-        match m.get("$ref") {
+        match kw.ref_ {
             None => {}
             Some(J::Str(k)) => {
                 let r = Ref::parse(k)?;
@@ -400,7 +542,7 @@ impl<'a> Compiler<'a> {
             Some(_) => return Err(invalid_type("string", "$ref")),
         }
 
-        if let Some(t) = m.get("type") {
+        if let Some(t) = kw.type_ {
             let mut add = |k: &str| -> Result<(), String> {
                 let Some(name) = JSON_TYPES.iter().find(|t| **t == k) else {
                     return Err(format!(
@@ -428,7 +570,7 @@ impl<'a> Compiler<'a> {
             }
         }
 
-        if let Some(p) = m.get("properties") {
+        if let Some(p) = kw.properties {
             let J::Obj(pm) = p else {
                 return Err("properties must be of type object".into());
             };
@@ -438,14 +580,14 @@ impl<'a> Compiler<'a> {
             }
         }
 
-        match m.get("additionalProperties") {
+        match kw.additional_properties {
             None => {}
             Some(J::Bool(b)) => s.additional_properties = Extra::Bool(*b),
             Some(v @ J::Obj(_)) => s.additional_properties = Extra::Schema(self.child(v, draft)?),
             Some(_) => return Err(invalid_type("boolean/valid schema", "additionalProperties")),
         }
 
-        match m.get("patternProperties") {
+        match kw.pattern_properties {
             None => {}
             Some(J::Obj(pm)) => {
                 for (k, v) in pm {
@@ -459,7 +601,7 @@ impl<'a> Compiler<'a> {
         }
 
         if draft >= Draft::D6
-            && let Some(v) = m.get("propertyNames")
+            && let Some(v) = kw.property_names
         {
             if !is_schema_node(v) {
                 return Err(invalid_type("valid schema", "patternProperties"));
@@ -467,7 +609,7 @@ impl<'a> Compiler<'a> {
             s.property_names = Some(self.child(v, draft)?);
         }
 
-        if let Some(d) = m.get("dependencies") {
+        if let Some(d) = kw.dependencies {
             let J::Obj(dm) = d else {
                 return Err("dependencies must be of type object".into());
             };
@@ -495,7 +637,7 @@ impl<'a> Compiler<'a> {
             }
         }
 
-        match m.get("items") {
+        match kw.items {
             None => {}
             Some(J::Arr(a)) => {
                 for x in a {
@@ -515,14 +657,14 @@ impl<'a> Compiler<'a> {
             Some(_) => return Err(invalid_type("valid schema/array of schemas", "items")),
         }
 
-        match m.get("additionalItems") {
+        match kw.additional_items {
             None => {}
             Some(J::Bool(b)) => s.additional_items = Extra::Bool(*b),
             Some(v @ J::Obj(_)) => s.additional_items = Extra::Schema(self.child(v, draft)?),
             Some(_) => return Err(invalid_type("boolean/valid schema", "additionalItems")),
         }
 
-        if let Some(v) = m.get("multipleOf") {
+        if let Some(v) = kw.multiple_of {
             let n = must_be_number(v).ok_or_else(|| invalid_type("number", "multipleOf"))?;
             if n.is_zero() || n.is_neg() {
                 return Err("multipleOf must be strictly greater than 0".into());
@@ -530,10 +672,10 @@ impl<'a> Compiler<'a> {
             s.multiple_of = Some(n);
         }
 
-        if let Some(v) = m.get("minimum") {
+        if let Some(v) = kw.minimum {
             s.minimum = Some(must_be_number(v).ok_or("minimum must be of a number")?);
         }
-        if let Some(v) = m.get("exclusiveMinimum") {
+        if let Some(v) = kw.exclusive_minimum {
             exclusive(
                 v,
                 draft,
@@ -542,10 +684,10 @@ impl<'a> Compiler<'a> {
                 "Minimum",
             )?;
         }
-        if let Some(v) = m.get("maximum") {
+        if let Some(v) = kw.maximum {
             s.maximum = Some(must_be_number(v).ok_or("maximum must be of a number")?);
         }
-        if let Some(v) = m.get("exclusiveMaximum") {
+        if let Some(v) = kw.exclusive_maximum {
             exclusive(
                 v,
                 draft,
@@ -555,15 +697,15 @@ impl<'a> Compiler<'a> {
             )?;
         }
 
-        s.min_length = non_negative(m, "minLength")?;
-        s.max_length = non_negative(m, "maxLength")?;
+        s.min_length = non_negative(kw.min_length, "minLength")?;
+        s.max_length = non_negative(kw.max_length, "maxLength")?;
         if let (Some(a), Some(b)) = (s.min_length, s.max_length)
             && a > b
         {
             return Err("minLength cannot be greater than maxLength".into());
         }
 
-        match m.get("pattern") {
+        match kw.pattern {
             None => {}
             Some(J::Str(p)) => {
                 let re = crate::engine::funcs::sprig::regex::compile(p)
@@ -573,21 +715,21 @@ impl<'a> Compiler<'a> {
             Some(_) => return Err("pattern must be of a string".into()),
         }
 
-        match m.get("format") {
+        match kw.format {
             None => {}
             Some(J::Str(f)) => s.format = f.clone(),
             Some(_) => return Err("format must be of type string".into()),
         }
 
-        s.min_properties = non_negative(m, "minProperties")?;
-        s.max_properties = non_negative(m, "maxProperties")?;
+        s.min_properties = non_negative(kw.min_properties, "minProperties")?;
+        s.max_properties = non_negative(kw.max_properties, "maxProperties")?;
         if let (Some(a), Some(b)) = (s.min_properties, s.max_properties)
             && a > b
         {
             return Err("minProperties cannot be greater than maxProperties".into());
         }
 
-        match m.get("required") {
+        match kw.required {
             None => {}
             Some(J::Arr(a)) => {
                 for x in a {
@@ -603,28 +745,28 @@ impl<'a> Compiler<'a> {
             Some(_) => return Err("required must be of an array".into()),
         }
 
-        s.min_items = non_negative(m, "minItems")?;
-        s.max_items = non_negative(m, "maxItems")?;
+        s.min_items = non_negative(kw.min_items, "minItems")?;
+        s.max_items = non_negative(kw.max_items, "maxItems")?;
 
-        match m.get("uniqueItems") {
+        match kw.unique_items {
             None => {}
             Some(J::Bool(b)) => s.unique_items = *b,
             Some(_) => return Err("uniqueItems must be of a boolean".into()),
         }
 
         if draft >= Draft::D6
-            && let Some(v) = m.get("contains")
+            && let Some(v) = kw.contains
         {
             s.contains = Some(self.child(v, draft)?);
         }
 
         if draft >= Draft::D6
-            && let Some(v) = m.get("const")
+            && let Some(v) = kw.const_
         {
             s.constant = Some(marshal_without_number(v)?);
         }
 
-        match m.get("enum") {
+        match kw.enum_ {
             None => {}
             Some(J::Arr(a)) => {
                 for x in a {
@@ -639,8 +781,12 @@ impl<'a> Compiler<'a> {
         }
 
         // allOf's error names anyOf, as in gojsonschema.
-        for (key, err_key) in [("oneOf", "oneOf"), ("anyOf", "anyOf"), ("allOf", "anyOf")] {
-            match m.get(key) {
+        for (key, err_key, v) in [
+            ("oneOf", "oneOf", kw.one_of),
+            ("anyOf", "anyOf", kw.any_of),
+            ("allOf", "anyOf", kw.all_of),
+        ] {
+            match v {
                 None => {}
                 Some(J::Arr(a)) => {
                     for x in a {
@@ -656,7 +802,7 @@ impl<'a> Compiler<'a> {
             }
         }
 
-        if let Some(v) = m.get("not") {
+        if let Some(v) = kw.not {
             if !is_schema_node(v) {
                 return Err("not must be of an object".into());
             }
@@ -664,8 +810,8 @@ impl<'a> Compiler<'a> {
         }
 
         if draft >= Draft::D7 {
-            for key in ["if", "then", "else"] {
-                if let Some(v) = m.get(key) {
+            for (key, v) in [("if", kw.if_), ("then", kw.then), ("else", kw.else_)] {
+                if let Some(v) = v {
                     if !is_schema_node(v) {
                         return Err(format!("{key} must be of an object"));
                     }
@@ -683,11 +829,8 @@ impl<'a> Compiler<'a> {
 }
 
 /// `minLength`-style keywords: a non-negative integer.
-fn non_negative(
-    m: &std::collections::BTreeMap<String, J>,
-    key: &str,
-) -> Result<Option<i64>, String> {
-    match m.get(key) {
+fn non_negative(v: Option<&J>, key: &str) -> Result<Option<i64>, String> {
+    match v {
         None => Ok(None),
         Some(v) => {
             let n = must_be_integer(v).ok_or_else(|| format!("{key} must be of an integer"))?;

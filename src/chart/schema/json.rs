@@ -29,20 +29,37 @@ pub enum J {
 /// Go's `maxNestingDepth` in encoding/json's scanner.
 const MAX_DEPTH: usize = 10000;
 
+/// What a decoded document contains, so that reference handling can be
+/// skipped for schemas without any.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Keys {
+    /// Some object has a `$ref` key.
+    pub has_ref: bool,
+    /// Some object has an `$id` or `id` key.
+    pub has_id: bool,
+}
+
 /// `json.NewDecoder(r).UseNumber().Decode(&v)`: the first value of `b`.
-pub fn decode(b: &[u8]) -> Result<J, String> {
-    let mut p = Parser { b, i: 0, depth: 0 };
+pub fn decode(b: &[u8]) -> Result<(J, Keys), String> {
+    let mut p = Parser {
+        b,
+        i: 0,
+        depth: 0,
+        keys: Keys::default(),
+    };
     p.skip_ws();
     if p.i >= b.len() {
         return Err("EOF".into());
     }
-    p.value()
+    let v = p.value()?;
+    Ok((v, p.keys))
 }
 
 struct Parser<'a> {
     b: &'a [u8],
     i: usize,
     depth: usize,
+    keys: Keys,
 }
 
 /// encoding/json's `quoteChar`.
@@ -109,6 +126,11 @@ impl Parser<'_> {
                     self.i += 1;
                     self.skip_ws();
                     let v = self.value()?;
+                    match k.as_str() {
+                        "$ref" => self.keys.has_ref = true,
+                        "$id" | "id" => self.keys.has_id = true,
+                        _ => {}
+                    }
                     m.insert(k, v);
                     self.skip_ws();
                     match self.peek()? {
@@ -294,9 +316,14 @@ impl Parser<'_> {
                     out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
                 }
                 c if c < 0x20 => return Err(self.err(c, "in string literal")),
-                c => {
-                    out.push(c);
-                    self.i += 1;
+                _ => {
+                    // A run of plain bytes at once.
+                    let run = self.b[self.i..]
+                        .iter()
+                        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+                        .unwrap_or(self.b.len() - self.i);
+                    out.extend_from_slice(&self.b[self.i..self.i + run]);
+                    self.i += run;
                 }
             }
         }
@@ -358,6 +385,10 @@ pub fn marshal_without_number(v: &J) -> Result<String, String> {
 }
 
 fn marshal(v: &J, out: &mut String) -> Result<(), String> {
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, || marshal_inner(v, out))
+}
+
+fn marshal_inner(v: &J, out: &mut String) -> Result<(), String> {
     match v {
         J::Null => out.push_str("null"),
         J::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
@@ -405,6 +436,7 @@ mod tests {
     #[test]
     fn go_decoder_errors() {
         let e = |s: &str| decode(s.as_bytes()).unwrap_err();
+        let ok = |s: &[u8]| decode(s).unwrap().0;
         assert_eq!(e(""), "EOF");
         assert_eq!(e("  {\"a\": "), "unexpected EOF");
         assert_eq!(
@@ -436,16 +468,18 @@ mod tests {
             "invalid character '\\'' looking for beginning of value"
         );
         // One value is read; what follows is not looked at.
-        assert_eq!(decode(b"{} trailing").unwrap(), J::Obj(BTreeMap::new()));
+        assert_eq!(ok(b"{} trailing"), J::Obj(BTreeMap::new()));
         assert_eq!(
-            decode(b"[1.0, 2e3]").unwrap(),
+            ok(b"[1.0, 2e3]"),
             J::Arr(vec![J::Num("1.0".into()), J::Num("2e3".into())])
         );
     }
 
     #[test]
     fn marshal_like_go() {
-        let v = decode(br#"{"b":[1.0,1e21,1e-7,0.000001,"<&>"],"a":null}"#).unwrap();
+        let v = decode(br#"{"b":[1.0,1e21,1e-7,0.000001,"<&>"],"a":null}"#)
+            .unwrap()
+            .0;
         assert_eq!(
             marshal_without_number(&v).unwrap(),
             r#"{"a":null,"b":[1,1e+21,1e-7,0.000001,"\u003c\u0026\u003e"]}"#
