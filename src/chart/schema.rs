@@ -34,6 +34,8 @@ mod num;
 mod refs;
 mod validate;
 
+use std::borrow::Cow;
+
 use serde_json::Value as Json;
 
 use self::json::J;
@@ -84,15 +86,16 @@ pub fn to_json(y: &Yaml) -> Json {
     }
 }
 
-/// The values document gojsonschema sees. Numbers keep their exact value
-/// (Helm's YAML/JSON round trip prints a float64 with the shortest digits
-/// that read back the same, so integral floats are integers); a non-finite
-/// float fails `json.Marshal` inside sigs.k8s.io/yaml, as in Helm.
-fn instance(y: &Yaml) -> Result<J, String> {
+/// The values document gojsonschema sees, borrowing from the values.
+/// Numbers keep their exact value (Helm's YAML/JSON round trip prints a
+/// float64 with the shortest digits that read back the same, so integral
+/// floats are integers); a non-finite float fails `json.Marshal` inside
+/// sigs.k8s.io/yaml, as in Helm.
+fn instance(y: &Yaml) -> Result<J<'_>, String> {
     Ok(match y {
         Yaml::Null => J::Null,
         Yaml::Bool(b) => J::Bool(*b),
-        Yaml::Int(i) => J::Num(i.to_string().into()),
+        Yaml::Int(i) => J::Int(*i),
         Yaml::Float(f) => {
             if !f.is_finite() {
                 let v = if f.is_nan() {
@@ -106,18 +109,18 @@ fn instance(y: &Yaml) -> Result<J, String> {
                     "error marshaling into JSON: json: unsupported value: {v}"
                 ));
             }
-            J::Num(format!("{f:e}").into())
+            J::Float(*f)
         }
-        Yaml::Str(s) => J::Str(s.clone()),
+        Yaml::Str(s) => J::Str(Cow::Borrowed(s)),
         Yaml::Seq(items) => J::Arr(items.iter().map(instance).collect::<Result<_, _>>()?),
         Yaml::Map(m) => instance_map(m)?,
     })
 }
 
-fn instance_map(m: &Mapping) -> Result<J, String> {
+fn instance_map(m: &Mapping) -> Result<J<'_>, String> {
     Ok(J::Obj(
         m.iter()
-            .map(|(k, v)| Ok((k.clone(), instance(v)?)))
+            .map(|(k, v)| Ok((Cow::Borrowed(k.as_str()), instance(v)?)))
             .collect::<Result<_, String>>()?,
     ))
 }

@@ -12,11 +12,11 @@
 //! Where Go ranges over a map (properties, definitions, dependencies,
 //! patternProperties) the order is random in Go; here it is by key.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use regex::Regex;
 
-use super::json::{J, Keys, marshal_without_number};
+use super::json::{J, Keys, Obj, marshal_without_number};
 use super::num::Dec;
 use super::refs::Ref;
 
@@ -104,7 +104,7 @@ fn invalid_type(expected: &str, given: &str) -> String {
 const NOT_A_SCHEMA: &str = "Expected: valid schema, given: Invalid JSON";
 
 /// `parseSchemaURL`: the draft a document's `$schema` names.
-fn parse_schema_url(doc: &J) -> Result<Option<Draft>, String> {
+fn parse_schema_url(doc: &J<'_>) -> Result<Option<Draft>, String> {
     let m = match doc {
         J::Bool(_) => return Ok(None),
         J::Obj(m) => m,
@@ -127,7 +127,7 @@ fn parse_schema_url(doc: &J) -> Result<Option<Draft>, String> {
 /// registered before (Go then abandons the subtree: "Reference already
 /// exists"), or `None` without a usable id.
 fn scope_id(
-    m: &BTreeMap<String, J>,
+    m: &Obj<'_>,
     base: &Ref,
     seen: &mut HashSet<String>,
 ) -> Result<Option<(String, Ref)>, ()> {
@@ -158,11 +158,11 @@ fn walk_kind(key: &str) -> Option<bool> {
 
 /// `parseReferencesRecursive`, first half: every `$ref` rewritten into an
 /// absolute reference against the enclosing `$id`.
-fn rewrite(node: &mut J, base: &Ref, seen: &mut HashSet<String>) {
+fn rewrite(node: &mut J<'_>, base: &Ref, seen: &mut HashSet<String>) {
     stacker::maybe_grow(64 * 1024, 1024 * 1024, || rewrite_inner(node, base, seen));
 }
 
-fn rewrite_inner(node: &mut J, base: &Ref, seen: &mut HashSet<String>) {
+fn rewrite_inner(node: &mut J<'_>, base: &Ref, seen: &mut HashSet<String>) {
     match node {
         J::Arr(a) => {
             for v in a {
@@ -178,7 +178,7 @@ fn rewrite_inner(node: &mut J, base: &Ref, seen: &mut HashSet<String>) {
                 && let Ok(r) = Ref::parse(r)
                 && let Ok(abs) = local.inherits(&r)
             {
-                m.insert("$ref".into(), J::Str(abs.string()));
+                m.insert("$ref".into(), J::Str(abs.string().into()));
             }
             for (k, v) in m.iter_mut() {
                 match walk_kind(k) {
@@ -201,10 +201,10 @@ fn rewrite_inner(node: &mut J, base: &Ref, seen: &mut HashSet<String>) {
 /// `parseReferencesRecursive`, second half (same walk): the nodes with an
 /// `$id`, by their resolved reference.
 fn collect_ids<'a>(
-    node: &'a J,
+    node: &'a J<'a>,
     base: &Ref,
     seen: &mut HashSet<String>,
-    ids: &mut Vec<(String, &'a J)>,
+    ids: &mut Vec<(String, &'a J<'a>)>,
 ) {
     stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
         collect_ids_inner(node, base, seen, ids)
@@ -212,10 +212,10 @@ fn collect_ids<'a>(
 }
 
 fn collect_ids_inner<'a>(
-    node: &'a J,
+    node: &'a J<'a>,
     base: &Ref,
     seen: &mut HashSet<String>,
-    ids: &mut Vec<(String, &'a J)>,
+    ids: &mut Vec<(String, &'a J<'a>)>,
 ) {
     match node {
         J::Arr(a) => {
@@ -253,11 +253,13 @@ fn collect_ids_inner<'a>(
 }
 
 /// `JsonPointer.Get` with gojsonpointer's error texts.
-fn pointer_get<'a>(doc: &'a J, tokens: &[String]) -> Result<&'a J, String> {
+fn pointer_get<'a>(doc: &'a J<'a>, tokens: &[String]) -> Result<&'a J<'a>, String> {
     let mut node = doc;
     for t in tokens {
         node = match node {
-            J::Obj(m) => m.get(t).ok_or_else(|| format!("Object has no key '{t}'"))?,
+            J::Obj(m) => m
+                .get(t.as_str())
+                .ok_or_else(|| format!("Object has no key '{t}'"))?,
             J::Arr(a) => {
                 let i: i64 = t
                     .parse()
@@ -277,52 +279,52 @@ fn pointer_get<'a>(doc: &'a J, tokens: &[String]) -> Result<&'a J, String> {
 /// (instead of a map lookup per keyword).
 #[derive(Default)]
 struct Kw<'a> {
-    id_new: Option<&'a J>,
-    id_old: Option<&'a J>,
-    definitions: Option<&'a J>,
-    title: Option<&'a J>,
-    description: Option<&'a J>,
-    ref_: Option<&'a J>,
-    type_: Option<&'a J>,
-    properties: Option<&'a J>,
-    additional_properties: Option<&'a J>,
-    pattern_properties: Option<&'a J>,
-    property_names: Option<&'a J>,
-    dependencies: Option<&'a J>,
-    items: Option<&'a J>,
-    additional_items: Option<&'a J>,
-    multiple_of: Option<&'a J>,
-    minimum: Option<&'a J>,
-    exclusive_minimum: Option<&'a J>,
-    maximum: Option<&'a J>,
-    exclusive_maximum: Option<&'a J>,
-    min_length: Option<&'a J>,
-    max_length: Option<&'a J>,
-    pattern: Option<&'a J>,
-    format: Option<&'a J>,
-    min_properties: Option<&'a J>,
-    max_properties: Option<&'a J>,
-    required: Option<&'a J>,
-    min_items: Option<&'a J>,
-    max_items: Option<&'a J>,
-    unique_items: Option<&'a J>,
-    contains: Option<&'a J>,
-    const_: Option<&'a J>,
-    enum_: Option<&'a J>,
-    one_of: Option<&'a J>,
-    any_of: Option<&'a J>,
-    all_of: Option<&'a J>,
-    not: Option<&'a J>,
-    if_: Option<&'a J>,
-    then: Option<&'a J>,
-    else_: Option<&'a J>,
+    id_new: Option<&'a J<'a>>,
+    id_old: Option<&'a J<'a>>,
+    definitions: Option<&'a J<'a>>,
+    title: Option<&'a J<'a>>,
+    description: Option<&'a J<'a>>,
+    ref_: Option<&'a J<'a>>,
+    type_: Option<&'a J<'a>>,
+    properties: Option<&'a J<'a>>,
+    additional_properties: Option<&'a J<'a>>,
+    pattern_properties: Option<&'a J<'a>>,
+    property_names: Option<&'a J<'a>>,
+    dependencies: Option<&'a J<'a>>,
+    items: Option<&'a J<'a>>,
+    additional_items: Option<&'a J<'a>>,
+    multiple_of: Option<&'a J<'a>>,
+    minimum: Option<&'a J<'a>>,
+    exclusive_minimum: Option<&'a J<'a>>,
+    maximum: Option<&'a J<'a>>,
+    exclusive_maximum: Option<&'a J<'a>>,
+    min_length: Option<&'a J<'a>>,
+    max_length: Option<&'a J<'a>>,
+    pattern: Option<&'a J<'a>>,
+    format: Option<&'a J<'a>>,
+    min_properties: Option<&'a J<'a>>,
+    max_properties: Option<&'a J<'a>>,
+    required: Option<&'a J<'a>>,
+    min_items: Option<&'a J<'a>>,
+    max_items: Option<&'a J<'a>>,
+    unique_items: Option<&'a J<'a>>,
+    contains: Option<&'a J<'a>>,
+    const_: Option<&'a J<'a>>,
+    enum_: Option<&'a J<'a>>,
+    one_of: Option<&'a J<'a>>,
+    any_of: Option<&'a J<'a>>,
+    all_of: Option<&'a J<'a>>,
+    not: Option<&'a J<'a>>,
+    if_: Option<&'a J<'a>>,
+    then: Option<&'a J<'a>>,
+    else_: Option<&'a J<'a>>,
 }
 
 impl<'a> Kw<'a> {
-    fn of(m: &'a BTreeMap<String, J>) -> Kw<'a> {
+    fn of(m: &'a Obj<'a>) -> Kw<'a> {
         let mut kw = Kw::default();
         for (k, v) in m {
-            let slot = match k.as_str() {
+            let slot = match &**k {
                 "$id" => &mut kw.id_new,
                 "id" => &mut kw.id_old,
                 "definitions" => &mut kw.definitions,
@@ -375,11 +377,11 @@ struct Compiler<'a> {
     /// `schemaReferencePool`: reference → subschema.
     ref_pool: HashMap<String, usize>,
     /// `schemaPool`: reference → document and its draft.
-    docs: HashMap<String, (&'a J, Option<Draft>)>,
+    docs: HashMap<String, (&'a J<'a>, Option<Draft>)>,
 }
 
 /// `gojsonschema.NewSchema(NewBytesLoader(..))` on a decoded document.
-pub fn compile(mut doc: J, keys: Keys) -> Result<Schema, String> {
+pub fn compile(mut doc: J<'_>, keys: Keys) -> Result<Schema, String> {
     // parseReferences(doc, "#", pooled)
     let detected = parse_schema_url(&doc)?;
     let root_ref = Ref::parse("#")?;
@@ -391,7 +393,7 @@ pub fn compile(mut doc: J, keys: Keys) -> Result<Schema, String> {
     if keys.has_id {
         collect_ids(doc, &root_ref, &mut HashSet::new(), &mut ids);
     }
-    let mut docs: HashMap<String, (&J, Option<Draft>)> =
+    let mut docs: HashMap<String, (&J<'_>, Option<Draft>)> =
         ids.into_iter().map(|(k, n)| (k, (n, detected))).collect();
     docs.insert(root_ref.string(), (doc, detected));
     let mut c = Compiler {
@@ -404,7 +406,7 @@ pub fn compile(mut doc: J, keys: Keys) -> Result<Schema, String> {
     Ok(Schema { subs: c.subs })
 }
 
-fn must_be_number(v: &J) -> Option<Dec> {
+fn must_be_number(v: &J<'_>) -> Option<Dec> {
     match v {
         J::Num(lit) => Dec::parse(lit),
         _ => None,
@@ -413,14 +415,14 @@ fn must_be_number(v: &J) -> Option<Dec> {
 
 /// `mustBeInteger`: a whole number whose literal `json.Number.Int64`
 /// accepts (so `2.0` and `2e0` are not).
-fn must_be_integer(v: &J) -> Option<i64> {
+fn must_be_integer(v: &J<'_>) -> Option<i64> {
     match v {
         J::Num(lit) => lit.parse::<i64>().ok(),
         _ => None,
     }
 }
 
-fn is_schema_node(v: &J) -> bool {
+fn is_schema_node(v: &J<'_>) -> bool {
     matches!(v, J::Obj(_) | J::Bool(_))
 }
 
@@ -431,13 +433,13 @@ impl<'a> Compiler<'a> {
     }
 
     /// A new subschema parsed from `node`.
-    fn child(&mut self, node: &'a J, draft: Draft) -> Result<usize, String> {
+    fn child(&mut self, node: &'a J<'a>, draft: Draft) -> Result<usize, String> {
         let i = self.new_sub();
         self.parse_into(i, node, draft)?;
         Ok(i)
     }
 
-    fn parse_into(&mut self, idx: usize, node: &'a J, draft: Draft) -> Result<(), String> {
+    fn parse_into(&mut self, idx: usize, node: &'a J<'a>, draft: Draft) -> Result<(), String> {
         let mut s = Sub::default();
         let r = stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
             self.parse_schema(&mut s, node, draft)
@@ -448,7 +450,7 @@ impl<'a> Compiler<'a> {
 
     /// `getDocument`: a reference's document from the pool, or its base
     /// document and the fragment as a JSON pointer.
-    fn get_document(&mut self, r: &Ref) -> Result<(&'a J, Option<Draft>), String> {
+    fn get_document(&mut self, r: &Ref) -> Result<(&'a J<'a>, Option<Draft>), String> {
         let key = r.string();
         if let Some(&d) = self.docs.get(&key) {
             return Ok(d);
@@ -468,7 +470,7 @@ impl<'a> Compiler<'a> {
     }
 
     /// `Schema.parseSchema`.
-    fn parse_schema(&mut self, s: &mut Sub, node: &'a J, draft: Draft) -> Result<(), String> {
+    fn parse_schema(&mut self, s: &mut Sub, node: &'a J<'a>, draft: Draft) -> Result<(), String> {
         if draft >= Draft::D6
             && let J::Bool(b) = node
         {
@@ -576,7 +578,7 @@ impl<'a> Compiler<'a> {
             };
             for (k, v) in pm {
                 let i = self.child(v, draft)?;
-                s.props.push((k.clone(), i));
+                s.props.push((k.to_string(), i));
             }
         }
 
@@ -622,15 +624,15 @@ impl<'a> Compiler<'a> {
                             let J::Str(n) = n else {
                                 return Err(BAD_DEP.into());
                             };
-                            list.push(n.clone());
+                            list.push(n.to_string());
                         }
                         if !list.is_empty() {
-                            s.dependencies.push((k.clone(), Dep::Names(list)));
+                            s.dependencies.push((k.to_string(), Dep::Names(list)));
                         }
                     }
                     J::Obj(_) | J::Bool(_) => {
                         let i = self.child(v, draft)?;
-                        s.dependencies.push((k.clone(), Dep::Schema(i)));
+                        s.dependencies.push((k.to_string(), Dep::Schema(i)));
                     }
                     _ => return Err(BAD_DEP.into()),
                 }
@@ -710,14 +712,14 @@ impl<'a> Compiler<'a> {
             Some(J::Str(p)) => {
                 let re = crate::engine::funcs::sprig::regex::compile(p)
                     .map_err(|_| "pattern must be a valid regex".to_string())?;
-                s.pattern = Some((p.clone(), re));
+                s.pattern = Some((p.to_string(), re));
             }
             Some(_) => return Err("pattern must be of a string".into()),
         }
 
         match kw.format {
             None => {}
-            Some(J::Str(f)) => s.format = f.clone(),
+            Some(J::Str(f)) => s.format = f.to_string(),
             Some(_) => return Err("format must be of type string".into()),
         }
 
@@ -736,10 +738,10 @@ impl<'a> Compiler<'a> {
                     let J::Str(k) = x else {
                         return Err("required items must be string".into());
                     };
-                    if s.required.contains(k) {
+                    if s.required.iter().any(|r| r == k) {
                         return Err("required items must be unique".into());
                     }
-                    s.required.push(k.clone());
+                    s.required.push(k.to_string());
                 }
             }
             Some(_) => return Err("required must be of an array".into()),
@@ -829,7 +831,7 @@ impl<'a> Compiler<'a> {
 }
 
 /// `minLength`-style keywords: a non-negative integer.
-fn non_negative(v: Option<&J>, key: &str) -> Result<Option<i64>, String> {
+fn non_negative(v: Option<&J<'_>>, key: &str) -> Result<Option<i64>, String> {
     match v {
         None => Ok(None),
         Some(v) => {
@@ -845,7 +847,7 @@ fn non_negative(v: Option<&J>, key: &str) -> Result<Option<i64>, String> {
 /// `exclusiveMinimum`/`exclusiveMaximum`: draft 4's boolean modifier of
 /// `minimum`/`maximum`, draft 6+'s own limit, either in hybrid mode.
 fn exclusive(
-    v: &J,
+    v: &J<'_>,
     draft: Draft,
     limit: &mut Option<Dec>,
     excl: &mut Option<Dec>,

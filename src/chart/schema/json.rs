@@ -9,22 +9,31 @@
 //! the number literals nor Go's error texts, and accepts no trailing
 //! garbage (Go's `Decoder.Decode` reads one value and ignores the rest).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::engine::funcs::sprig::strings::go_quote;
 
-/// A decoded JSON value. Objects are Go maps: the last of duplicate keys
-/// wins; they iterate by key (Go ranges over maps in random order).
+/// A decoded JSON value, borrowing its strings from the input where it
+/// can. Objects are Go maps: the last of duplicate keys wins; they iterate
+/// by key (Go ranges over maps in random order).
 #[derive(Clone, Debug, PartialEq)]
-pub enum J {
+pub enum J<'a> {
     Null,
     Bool(bool),
     /// A number's literal text (`json.Number`).
-    Num(Box<str>),
-    Str(String),
-    Arr(Vec<J>),
-    Obj(BTreeMap<String, J>),
+    Num(Cow<'a, str>),
+    /// A float64 of the values (its literal would be Go's shortest form).
+    Float(f64),
+    /// An integer of the values.
+    Int(i64),
+    Str(Cow<'a, str>),
+    Arr(Vec<J<'a>>),
+    Obj(Obj<'a>),
 }
+
+/// A JSON object.
+pub type Obj<'a> = BTreeMap<Cow<'a, str>, J<'a>>;
 
 /// Go's `maxNestingDepth` in encoding/json's scanner.
 const MAX_DEPTH: usize = 10000;
@@ -40,7 +49,7 @@ pub struct Keys {
 }
 
 /// `json.NewDecoder(r).UseNumber().Decode(&v)`: the first value of `b`.
-pub fn decode(b: &[u8]) -> Result<(J, Keys), String> {
+pub fn decode(b: &[u8]) -> Result<(J<'_>, Keys), String> {
     let mut p = Parser {
         b,
         i: 0,
@@ -74,7 +83,7 @@ fn quote_char(c: u8) -> String {
     }
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     fn skip_ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
             self.i += 1;
@@ -94,11 +103,11 @@ impl Parser<'_> {
         format!("invalid character {} {context}", quote_char(c))
     }
 
-    fn value(&mut self) -> Result<J, String> {
+    fn value(&mut self) -> Result<J<'a>, String> {
         stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.value_inner())
     }
 
-    fn value_inner(&mut self) -> Result<J, String> {
+    fn value_inner(&mut self) -> Result<J<'a>, String> {
         let c = self.peek()?;
         match c {
             b'{' => {
@@ -126,7 +135,7 @@ impl Parser<'_> {
                     self.i += 1;
                     self.skip_ws();
                     let v = self.value()?;
-                    match k.as_str() {
+                    match &*k {
                         "$ref" => self.keys.has_ref = true,
                         "$id" | "id" => self.keys.has_id = true,
                         _ => {}
@@ -186,7 +195,7 @@ impl Parser<'_> {
         Ok(())
     }
 
-    fn literal(&mut self, word: &str, v: J) -> Result<J, String> {
+    fn literal(&mut self, word: &str, v: J<'a>) -> Result<J<'a>, String> {
         let w = word.as_bytes();
         self.i += 1;
         for &want in &w[1..] {
@@ -208,7 +217,7 @@ impl Parser<'_> {
         }
     }
 
-    fn number(&mut self) -> Result<J, String> {
+    fn number(&mut self) -> Result<J<'a>, String> {
         let start = self.i;
         if self.b[self.i] == b'-' {
             self.i += 1;
@@ -242,8 +251,7 @@ impl Parser<'_> {
             self.digits();
         }
         // The literal is ASCII by construction.
-        let lit = String::from_utf8_lossy(&self.b[start..self.i]);
-        Ok(J::Num(lit.into()))
+        Ok(J::Num(String::from_utf8_lossy(&self.b[start..self.i])))
     }
 
     fn hex4(&mut self) -> Result<u32, String> {
@@ -261,16 +269,29 @@ impl Parser<'_> {
 
     /// A string literal; invalid UTF-8 and lone surrogates become U+FFFD as
     /// in Go's `unquote`.
-    fn string(&mut self) -> Result<String, String> {
+    fn string(&mut self) -> Result<Cow<'a, str>, String> {
         self.i += 1;
+        // Without escapes the string is borrowed from the input.
+        let start = self.i;
+        let run = self.b[start..]
+            .iter()
+            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+            .unwrap_or(self.b.len() - start);
+        if self.b.get(start + run) == Some(&b'"')
+            && let Ok(s) = std::str::from_utf8(&self.b[start..start + run])
+        {
+            self.i = start + run + 1;
+            return Ok(Cow::Borrowed(s));
+        }
         let mut out: Vec<u8> = Vec::new();
         loop {
             let c = self.peek()?;
             match c {
                 b'"' => {
                     self.i += 1;
-                    return Ok(String::from_utf8(out)
-                        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()));
+                    return Ok(Cow::Owned(String::from_utf8(out).unwrap_or_else(|e| {
+                        String::from_utf8_lossy(e.as_bytes()).into_owned()
+                    })));
                 }
                 b'\\' => {
                     self.i += 1;
@@ -378,17 +399,17 @@ fn go_json_string(s: &str, out: &mut String) {
 /// gojsonschema's `marshalWithoutNumber`: marshal, decode without
 /// `UseNumber` (numbers become float64), marshal again. Map keys come out
 /// sorted, numbers in float64 form (`1.0` and `1` are equal).
-pub fn marshal_without_number(v: &J) -> Result<String, String> {
+pub fn marshal_without_number(v: &J<'_>) -> Result<String, String> {
     let mut out = String::new();
     marshal(v, &mut out)?;
     Ok(out)
 }
 
-fn marshal(v: &J, out: &mut String) -> Result<(), String> {
+fn marshal(v: &J<'_>, out: &mut String) -> Result<(), String> {
     stacker::maybe_grow(64 * 1024, 1024 * 1024, || marshal_inner(v, out))
 }
 
-fn marshal_inner(v: &J, out: &mut String) -> Result<(), String> {
+fn marshal_inner(v: &J<'_>, out: &mut String) -> Result<(), String> {
     match v {
         J::Null => out.push_str("null"),
         J::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
@@ -401,6 +422,9 @@ fn marshal_inner(v: &J, out: &mut String) -> Result<(), String> {
             }
             out.push_str(&go_json_float(f));
         }
+        J::Float(f) => out.push_str(&go_json_float(*f)),
+        // Decoded again as float64.
+        J::Int(i) => out.push_str(&go_json_float(*i as f64)),
         J::Str(s) => go_json_string(s, out),
         J::Arr(a) => {
             out.push('[');
@@ -436,7 +460,9 @@ mod tests {
     #[test]
     fn go_decoder_errors() {
         let e = |s: &str| decode(s.as_bytes()).unwrap_err();
-        let ok = |s: &[u8]| decode(s).unwrap().0;
+        fn ok(s: &[u8]) -> J<'_> {
+            decode(s).unwrap().0
+        }
         assert_eq!(e(""), "EOF");
         assert_eq!(e("  {\"a\": "), "unexpected EOF");
         assert_eq!(

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use super::compile::{Dep, Extra, Schema, Sub};
 use super::formats;
-use super::json::{J, marshal_without_number};
+use super::json::{J, Obj, marshal_without_number};
 use super::num::Dec;
 
 /// One error: the field (`context` without `(root).`) and the description.
@@ -90,8 +90,23 @@ impl<'a> Ctx<'a> {
 }
 
 /// `checkJSONInteger`.
-fn is_int(lit: &str) -> bool {
-    Dec::parse(lit).is_some_and(|d| d.is_int())
+fn is_int(node: &J<'_>) -> bool {
+    match node {
+        J::Num(lit) => Dec::parse(lit).is_some_and(|d| d.is_int()),
+        J::Float(f) => f.fract() == 0.0,
+        _ => true,
+    }
+}
+
+/// A number's exact value (a float64 by its shortest digits, which is what
+/// Helm's JSON carries).
+fn dec(node: &J<'_>) -> Option<Dec> {
+    match node {
+        J::Num(lit) => Dec::parse(lit),
+        J::Float(f) => Dec::parse(&format!("{f:e}")),
+        J::Int(i) => Dec::parse(&i.to_string()),
+        _ => None,
+    }
 }
 
 fn type_error(res: &mut Res, ctx: &Ctx<'_>, sub: &Sub, given: &str) {
@@ -107,27 +122,27 @@ fn type_error(res: &mut Res, ctx: &Ctx<'_>, sub: &Sub, given: &str) {
 
 impl Schema {
     /// `Schema.validateDocument`.
-    pub fn validate(&self, doc: &J) -> Res {
+    pub fn validate(&self, doc: &J<'_>) -> Res {
         let mut res = Res::default();
         self.recursive(0, doc, &mut res, &Ctx::root());
         res
     }
 
     /// `subValidateWithContext`.
-    fn sub_validate(&self, s: usize, node: &J, ctx: &Ctx<'_>) -> Res {
+    fn sub_validate(&self, s: usize, node: &J<'_>, ctx: &Ctx<'_>) -> Res {
         let mut r = Res::default();
         self.recursive(s, node, &mut r, ctx);
         r
     }
 
-    fn recursive(&self, s: usize, node: &J, res: &mut Res, ctx: &Ctx<'_>) {
+    fn recursive(&self, s: usize, node: &J<'_>, res: &mut Res, ctx: &Ctx<'_>) {
         stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
             self.validate_recursive(s, node, res, ctx)
         })
     }
 
     /// `validateRecursive`.
-    fn validate_recursive(&self, s: usize, node: &J, res: &mut Res, ctx: &Ctx<'_>) {
+    fn validate_recursive(&self, s: usize, node: &J<'_>, res: &mut Res, ctx: &Ctx<'_>) {
         let sub = &self.subs[s];
         if let Some(pass) = sub.pass {
             if !pass {
@@ -150,14 +165,14 @@ impl Schema {
                 self.validate_schema(sub, node, res, ctx);
                 validate_common(sub, node, res, ctx);
             }
-            J::Num(lit) => {
-                let int = is_int(lit);
+            J::Num(_) | J::Float(_) | J::Int(_) => {
+                let int = is_int(node);
                 if typed && !(has("number") || (int && has("integer"))) {
                     type_error(res, ctx, sub, if int { "integer" } else { "number" });
                     return;
                 }
                 self.validate_schema(sub, node, res, ctx);
-                validate_number(sub, lit, res, ctx);
+                validate_number(sub, node, res, ctx);
                 validate_common(sub, node, res, ctx);
             }
             J::Arr(a) => {
@@ -178,7 +193,7 @@ impl Schema {
                 self.validate_object(sub, m, res, ctx);
                 validate_common(sub, node, res, ctx);
                 for (name, p) in &sub.props {
-                    if let Some(v) = m.get(name) {
+                    if let Some(v) = m.get(name.as_str()) {
                         self.recursive(*p, v, res, &ctx.child(name));
                     }
                 }
@@ -205,7 +220,7 @@ impl Schema {
     }
 
     /// `validateSchema`: anyOf, oneOf, allOf, not, dependencies, if.
-    fn validate_schema(&self, sub: &Sub, node: &J, res: &mut Res, ctx: &Ctx<'_>) {
+    fn validate_schema(&self, sub: &Sub, node: &J<'_>, res: &mut Res, ctx: &Ctx<'_>) {
         if !sub.any_of.is_empty() {
             let mut best: Option<Res> = None;
             let mut ok = false;
@@ -274,13 +289,14 @@ impl Schema {
             && let J::Obj(m) = node
         {
             for key in m.keys() {
-                let Some((_, dep)) = sub.dependencies.iter().find(|(k, _)| k == key) else {
+                let Some((_, dep)) = sub.dependencies.iter().find(|(k, _)| k.as_str() == &**key)
+                else {
                     continue;
                 };
                 match dep {
                     Dep::Names(names) => {
                         for d in names {
-                            if !m.contains_key(d) {
+                            if !m.contains_key(d.as_str()) {
                                 res.add(ctx, |_| format!("Has a dependency on {d}"));
                             }
                         }
@@ -398,13 +414,7 @@ impl Schema {
     }
 
     /// `validateObject` (with `validatePatternProperty`).
-    fn validate_object(
-        &self,
-        sub: &Sub,
-        m: &std::collections::BTreeMap<String, J>,
-        res: &mut Res,
-        ctx: &Ctx<'_>,
-    ) {
+    fn validate_object(&self, sub: &Sub, m: &Obj<'_>, res: &mut Res, ctx: &Ctx<'_>) {
         let n = m.len() as i64;
         if let Some(min) = sub.min_properties
             && n < min
@@ -418,7 +428,7 @@ impl Schema {
         }
 
         for p in &sub.required {
-            if m.contains_key(p) {
+            if m.contains_key(p.as_str()) {
                 res.score += 1;
             } else {
                 res.add(ctx, |_| format!("{p} is required"));
@@ -428,7 +438,7 @@ impl Schema {
         for (pk, v) in m {
             let found = sub
                 .props
-                .binary_search_by(|(k, _)| k.as_str().cmp(pk))
+                .binary_search_by(|(k, _)| k.as_str().cmp(&**pk))
                 .is_ok();
             let mut matched = false;
             for (re, ps) in &sub.pattern_properties {
@@ -470,7 +480,7 @@ impl Schema {
 }
 
 /// `validateCommon`: const and enum, compared as re-marshalled JSON.
-fn validate_common(sub: &Sub, node: &J, res: &mut Res, ctx: &Ctx<'_>) {
+fn validate_common(sub: &Sub, node: &J<'_>, res: &mut Res, ctx: &Ctx<'_>) {
     if sub.constant.is_some() || !sub.enumeration.is_empty() {
         let v = marshal_without_number(node).unwrap_or_default();
         if let Some(c) = &sub.constant
@@ -522,10 +532,22 @@ fn validate_string(sub: &Sub, s: &str, res: &mut Res, ctx: &Ctx<'_>) {
 
 /// `validateNumber`: exact comparisons; a known `format` fails for numbers
 /// (v1.2.0 hands the checkers a `*big.Rat`, which none accepts).
-fn validate_number(sub: &Sub, lit: &str, res: &mut Res, ctx: &Ctx<'_>) {
-    let Some(v) = Dec::parse(lit) else {
-        return;
-    };
+fn validate_number(sub: &Sub, node: &J<'_>, res: &mut Res, ctx: &Ctx<'_>) {
+    let limits = sub.multiple_of.is_some()
+        || sub.maximum.is_some()
+        || sub.exclusive_maximum.is_some()
+        || sub.minimum.is_some()
+        || sub.exclusive_minimum.is_some();
+    if limits && let Some(v) = dec(node) {
+        number_limits(sub, &v, res, ctx);
+    }
+    if !sub.format.is_empty() && formats::known(&sub.format) {
+        res.add(ctx, |_| format!("Does not match format '{}'", sub.format));
+    }
+    res.score += 1;
+}
+
+fn number_limits(sub: &Sub, v: &Dec, res: &mut Res, ctx: &Ctx<'_>) {
     if let Some(m) = &sub.multiple_of
         && !v.is_multiple_of(m)
     {
@@ -559,8 +581,4 @@ fn validate_number(sub: &Sub, lit: &str, res: &mut Res, ctx: &Ctx<'_>) {
             format!("Must be greater than {}", min.go_big_float())
         });
     }
-    if !sub.format.is_empty() && formats::known(&sub.format) {
-        res.add(ctx, |_| format!("Does not match format '{}'", sub.format));
-    }
-    res.score += 1;
 }
