@@ -131,7 +131,7 @@ pub fn validate_against_single_schema(values: &Mapping, schema: &[u8]) -> Result
     let doc = instance_map(values)?;
     let (doc_schema, keys) = json::decode(schema)?;
     let schema = compile::compile(doc_schema, keys)?;
-    let res = schema.validate(&doc);
+    let res = schema.validate(&doc)?;
     if res.errors.is_empty() {
         return Ok(());
     }

@@ -91,6 +91,10 @@ pub struct Sub {
 #[derive(Debug)]
 pub struct Schema {
     pub subs: Vec<Sub>,
+    /// Nesting of the validation under way, and whether it went past
+    /// [`MAX_DEPTH`](super::validate::MAX_DEPTH).
+    pub depth: std::cell::Cell<usize>,
+    pub overflow: std::cell::Cell<bool>,
 }
 
 const JSON_TYPES: [&str; 7] = [
@@ -403,7 +407,26 @@ pub fn compile(mut doc: J<'_>, keys: Keys) -> Result<Schema, String> {
     };
     let root = c.new_sub();
     c.parse_into(root, doc, detected.unwrap_or(Draft::Hybrid))?;
-    Ok(Schema { subs: c.subs })
+    // A `$ref` chain that comes back to itself (`{"$ref": "#"}`) makes
+    // gojsonschema's validateRecursive recurse until Go's stack limit
+    // ("fatal error: stack overflow"); refuse it here instead.
+    for start in 0..c.subs.len() {
+        let mut at = start;
+        for _ in 0..c.subs.len() {
+            match c.subs[at].ref_schema {
+                Some(next) if next == start => {
+                    return Err("the schema's $ref chain refers back to itself without a keyword in between (helm overflows its stack on it)".into());
+                }
+                Some(next) => at = next,
+                None => break,
+            }
+        }
+    }
+    Ok(Schema {
+        subs: c.subs,
+        depth: Default::default(),
+        overflow: Default::default(),
+    })
 }
 
 fn must_be_number(v: &J<'_>) -> Option<Dec> {

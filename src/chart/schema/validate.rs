@@ -17,6 +17,12 @@ use super::formats;
 use super::json::{J, Obj, marshal_without_number};
 use super::num::Dec;
 
+/// How deep validation may nest. Values are far shallower; only a schema
+/// that loops through `$ref` without reaching into the values (say
+/// `{"allOf": [{"$ref": "#"}]}`) gets here, where gojsonschema recurses
+/// until Go's stack limit kills helm.
+pub const MAX_DEPTH: usize = 30_000;
+
 /// One error: the field (`context` without `(root).`) and the description.
 #[derive(Debug, Clone)]
 pub struct Error {
@@ -122,10 +128,13 @@ fn type_error(res: &mut Res, ctx: &Ctx<'_>, sub: &Sub, given: &str) {
 
 impl Schema {
     /// `Schema.validateDocument`.
-    pub fn validate(&self, doc: &J<'_>) -> Res {
+    pub fn validate(&self, doc: &J<'_>) -> Result<Res, String> {
         let mut res = Res::default();
         self.recursive(0, doc, &mut res, &Ctx::root());
-        res
+        if self.overflow.get() {
+            return Err("the schema refers to itself without descending into the values (helm overflows its stack on it)".into());
+        }
+        Ok(res)
     }
 
     /// `subValidateWithContext`.
@@ -136,9 +145,16 @@ impl Schema {
     }
 
     fn recursive(&self, s: usize, node: &J<'_>, res: &mut Res, ctx: &Ctx<'_>) {
+        let depth = self.depth.get();
+        if depth >= MAX_DEPTH || self.overflow.get() {
+            self.overflow.set(true);
+            return;
+        }
+        self.depth.set(depth + 1);
         stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
             self.validate_recursive(s, node, res, ctx)
-        })
+        });
+        self.depth.set(depth);
     }
 
     /// `validateRecursive`.
