@@ -244,4 +244,109 @@ mod tests {
 "#
         );
     }
+
+    /// Schemas gojsonschema refuses, with the text helm v3.17.3 printed
+    /// for each (values `a: 1`).
+    #[test]
+    fn schema_errors_like_helm() {
+        let values = crate::chart::coalesce::tests::y("a: 1\n");
+        for (schema, err) in [
+            (
+                "{\"type\":5}",
+                "Invalid type. Expected: string/array of strings, given: type",
+            ),
+            (
+                "{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"properties\":{\"a\":{\"not\":true}}}",
+                "Expected: valid schema, given: Invalid JSON",
+            ),
+            (
+                "{\"$schema\":\"http://json-schema.org/draft-06/schema#\",\"properties\":{\"a\":{\"minimum\":1,\"exclusiveMinimum\":true}}}",
+                "Invalid type. Expected: number, given: exclusiveMinimum",
+            ),
+            ("{\"id\":5}", "Invalid type. Expected: string, given: id"),
+            ("{\"$id\":5}", "Invalid type. Expected: string, given: $id"),
+            (
+                "{\"properties\":{\"a\":{\"minLength\":2.0}}}",
+                "minLength must be of an integer",
+            ),
+            (
+                "{\"$ref\":\"other.json\"}",
+                "Reference /other.json must be canonical",
+            ),
+            (
+                "{\"$ref\":\"#/definitions/missing\"}",
+                "Object has no key 'definitions'",
+            ),
+            (
+                "{\"properties\":{\"a\":{\"pattern\":\"(\"}}}",
+                "pattern must be a valid regex",
+            ),
+            (
+                "{\"patternProperties\":{\"(\":{}}}",
+                "Invalid regex pattern '('",
+            ),
+            (
+                "{\"items\":[1]}",
+                "Invalid type. Expected: valid schema/array of schemas, given: items",
+            ),
+            ("{\"not\":5}", "not must be of an object"),
+            ("[]", "schema is invalid"),
+            ("", "EOF"),
+            (
+                "{\"multipleOf\":0}",
+                "multipleOf must be strictly greater than 0",
+            ),
+            (
+                "{\"minItems\":-1}",
+                "minItems must be greater than or equal to 0",
+            ),
+            (
+                "{\"definitions\":true}",
+                "unable to validate schema: interface conversion: interface {} is bool, not map[string]interface {}",
+            ),
+            (
+                "{\"propertyNames\":5}",
+                "Invalid type. Expected: valid schema, given: patternProperties",
+            ),
+            (
+                "{\"dependencies\":{\"a\":5}}",
+                "dependency must be of type schema or array of strings",
+            ),
+            ("{\"if\":1}", "if must be of an object"),
+            (
+                "{\"title\":1}",
+                "Invalid type. Expected: string, given: title",
+            ),
+            ("{\"$schema\":5}", "$schema must be of type string"),
+            (
+                "{\"minProperties\":3,\"maxProperties\":1}",
+                "minProperties cannot be greater than maxProperties",
+            ),
+            ("{\"enum\":[1,1.0]}", "enum items must be unique"),
+            (
+                "{\"type\":\"strin\"}",
+                "has a primitive type that is NOT VALID -- given: /strin/ Expected valid values are:[array boolean integer number null object string]",
+            ),
+            (
+                "{\"type\":[\"string\",\"string\"]}",
+                "string type is duplicated",
+            ),
+            (
+                "{\"properties\":{\"a\":{\"type\":\"string\",}}}",
+                "invalid character '}' looking for beginning of object key string",
+            ),
+            ("{\"required\":\"a\"}", "required must be of an array"),
+            (
+                "{\"exclusiveMinimum\":true}",
+                "exclusiveMinimum cannot be used without minimum",
+            ),
+            ("{\"allOf\":{}}", "anyOf must be of an array"),
+        ] {
+            assert_eq!(
+                validate_against_single_schema(&values, schema.as_bytes()),
+                Err(err.to_string()),
+                "{schema}"
+            );
+        }
+    }
 }

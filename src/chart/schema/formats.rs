@@ -112,15 +112,85 @@ fn hostname(s: &str) -> bool {
         && s.len() < 256
 }
 
-/// An approximation of `net/mail.ParseAddress`: `local@domain`,
-/// optionally as `Name <local@domain>`.
+/// net/mail's `isAtext`: printable ASCII but the specials, any non-ASCII.
+fn is_atext(c: char, dot: bool) -> bool {
+    match c {
+        '.' => dot,
+        '(' | ')' | '<' | '>' | '[' | ']' | ':' | ';' | '@' | '\\' | ',' | '"' => false,
+        c => ('!'..='~').contains(&c) || !c.is_ascii(),
+    }
+}
+
+/// net/mail's `consumeQuotedString`: the rest after the closing quote.
+fn quoted_string(s: &str) -> Option<&str> {
+    let mut chars = s.strip_prefix('"')?.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => return Some(&s[i + 2..]),
+            '\\' => {
+                chars.next()?;
+            }
+            c if c == ' ' || c == '\t' || ('!'..='~').contains(&c) || !c.is_ascii() => {}
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// net/mail's `consumeAtom(dot, permissive=false)`: an atom without a
+/// leading, trailing or double dot; the rest after it.
+fn dot_atom(s: &str) -> Option<&str> {
+    let end = s.find(|c| !is_atext(c, true)).unwrap_or(s.len());
+    let atom = &s[..end];
+    if atom.is_empty() || atom.starts_with('.') || atom.ends_with('.') || atom.contains("..") {
+        return None;
+    }
+    Some(&s[end..])
+}
+
+/// net/mail's `consumeAddrSpec`: `local@domain`; the rest after it.
+fn addr_spec(s: &str) -> Option<&str> {
+    let rest = if s.starts_with('"') {
+        quoted_string(s)?
+    } else {
+        dot_atom(s)?
+    };
+    let rest = rest.strip_prefix('@')?.trim_start_matches([' ', '\t']);
+    dot_atom(rest)
+}
+
+/// `net/mail.ParseAddress` succeeds: an addr-spec, or an optional phrase
+/// (atoms with dots, quoted strings) and `<addr-spec>`.
 fn email(s: &str) -> bool {
-    static R: OnceLock<Regex> = OnceLock::new();
-    re(
-        &R,
-        r#"^(?:[^<>]*<[^\s<>@"]+@[^\s<>@]+>|[^\s<>@"(),:;]+@[^\s<>@(),:;]+)$"#,
-    )
-    .is_match(s.trim())
+    let s = s.trim_start_matches([' ', '\t']);
+    if addr_spec(s).is_some_and(|r| r.trim_matches([' ', '\t']).is_empty()) {
+        return true;
+    }
+    let mut rest = s;
+    loop {
+        rest = rest.trim_start_matches([' ', '\t']);
+        if rest.starts_with('<') || rest.is_empty() {
+            break;
+        }
+        rest = if rest.starts_with('"') {
+            match quoted_string(rest) {
+                Some(r) => r,
+                None => return false,
+            }
+        } else {
+            let end = rest.find(|c| !is_atext(c, true)).unwrap_or(rest.len());
+            if end == 0 {
+                return false;
+            }
+            &rest[end..]
+        };
+    }
+    let Some(inner) = rest.strip_prefix('<') else {
+        return false;
+    };
+    addr_spec(inner)
+        .and_then(|r| r.strip_prefix('>'))
+        .is_some_and(|r| r.trim_matches([' ', '\t']).is_empty())
 }
 
 fn ipv4(s: &str) -> bool {
@@ -131,27 +201,28 @@ fn ipv6(s: &str) -> bool {
     s.parse::<std::net::IpAddr>().is_ok() && s.contains(':')
 }
 
-/// What `url.Parse` rejects: control characters, spaces in the scheme
-/// or host part, bad `%` escapes.
+/// `url.Parse` succeeds: the reference parser of `$ref` (Go's errors for
+/// schemes, escapes, colons and control characters) plus Go's check of
+/// the characters of a host.
 fn url_parses(s: &str) -> bool {
-    if s.chars().any(|c| c.is_control()) {
+    if super::refs::Ref::parse(s).is_err() {
         return false;
     }
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            if !(b.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
-                && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit))
-            {
-                return false;
-            }
-            i += 3;
-            continue;
-        }
-        i += 1;
-    }
-    true
+    let no_frag = s.split('#').next().unwrap_or("");
+    let Some(auth) = no_frag
+        .split_once("//")
+        .filter(|(before, _)| {
+            scheme(no_frag).is_some_and(|sc| before.len() == sc.len() + 1) || before.is_empty()
+        })
+        .map(|(_, after)| after)
+    else {
+        return true;
+    };
+    let auth = auth.split(['/', '?']).next().unwrap_or("");
+    let host = auth.rsplit_once('@').map_or(auth, |(_, h)| h);
+    host.chars().all(|c| {
+        !c.is_ascii() || c.is_ascii_alphanumeric() || "-_.~!$&'()*+,;=:[]<>\"%".contains(c)
+    })
 }
 
 fn scheme(s: &str) -> Option<&str> {
@@ -227,5 +298,101 @@ mod tests {
         assert!(!hostname("a_b"));
         assert!(uri("http://x/%20") && !uri("/rel") && uri_reference("/rel"));
         assert!(!uri_reference("%zz"));
+    }
+
+    /// Which of these strings helm v3.17.3 accepted for each format (a
+    /// throw-away chart validating them all).
+    #[test]
+    fn like_helm() {
+        for (name, value, ok) in [
+            ("date-time", "2020-01-01T10:00:00Z", true),
+            ("date-time", "2020-01-01 10:00:00", false),
+            ("date-time", "10:00:00+02:00", true),
+            ("date-time", "2020-01-01", true),
+            ("date-time", "2020-01-01T10:00:00.123+02:00", true),
+            ("date-time", "2020-01-01t10:00:00z", false),
+            ("date-time", "10:00:00", true),
+            ("date-time", "2020-02-30", false),
+            ("date-time", "24:00:00", false),
+            ("date-time", "2020-01-01T10:00:60Z", false),
+            ("date", "2020-01-01", true),
+            ("date", "2020-1-01", false),
+            ("date", "2021-02-29", false),
+            ("date", "2020-02-29", true),
+            ("time", "25:00:00", false),
+            ("time", "10:00:00Z", true),
+            ("time", "10:00:00.5", true),
+            ("time", "10:00", false),
+            ("time", "10:00:00-07:00", true),
+            ("email", "a@b", true),
+            ("email", "Joe <a@b.c>", true),
+            ("email", "a@", false),
+            ("email", "@b", false),
+            ("email", "a b@c", false),
+            ("email", "\"a b\"@c", true),
+            ("email", "a@b@c", false),
+            ("email", "a.@b", false),
+            ("email", "<a@b>", true),
+            ("hostname", "-a", false),
+            ("hostname", "a.b-", false),
+            ("hostname", "a_b", false),
+            ("hostname", "a..b", false),
+            ("hostname", "a.b.", false),
+            (
+                "hostname",
+                "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+                false,
+            ),
+            ("hostname", "ok-host.example", true),
+            ("ipv4", "1.2.3.4", true),
+            ("ipv4", "1.2.3", false),
+            ("ipv4", "01.2.3.4", false),
+            ("ipv4", "::ffff:1.2.3.4", true),
+            ("ipv4", "256.1.1.1", false),
+            ("ipv6", "::1", true),
+            ("ipv6", "1::2::3", false),
+            ("ipv6", "::ffff:1.2.3.4", true),
+            ("ipv6", "fe80::1%eth0", false),
+            ("ipv6", "1.2.3.4", false),
+            ("uri", "http://x y", false),
+            ("uri", "mailto:a@b", true),
+            ("uri", "http://x/%zz", false),
+            ("uri", "/rel", false),
+            ("uri", "http://[::1]:80/", true),
+            ("uri", "x:", true),
+            ("uri", "http://a b.com/", false),
+            ("uri-reference", "%zz", false),
+            ("uri-reference", "a b", true),
+            ("uri-reference", "#frag", true),
+            ("uri-reference", "http://x/\\y", false),
+            ("uri-reference", "//host/p", true),
+            ("uri-reference", ":x", false),
+            ("uri-template", "http://x/{a}", true),
+            ("uri-template", "http://x/{a", false),
+            ("uri-template", "{a}}", true),
+            ("uri-template", "http://x/?q={b", true),
+            ("uuid", "01234567-89ab-cdef-0123-456789abcdef", true),
+            ("uuid", "01234567-89AB-cdef-0123-456789abcdef", false),
+            ("uuid", "0123456789abcdef0123456789abcdef", false),
+            ("json-pointer", "/a/b", true),
+            ("json-pointer", "a", false),
+            ("json-pointer", "/a~2", false),
+            ("json-pointer", "", true),
+            ("json-pointer", "/~0~1", true),
+            ("relative-json-pointer", "0", true),
+            ("relative-json-pointer", "1/a", true),
+            ("relative-json-pointer", "0#", true),
+            ("relative-json-pointer", "01", false),
+            ("relative-json-pointer", "-1", false),
+            ("regex", "(", false),
+            ("regex", "a{2,1}", false),
+            ("regex", "\\d", true),
+            ("regex", "[z-a]", false),
+            ("regex", "(?P<n>x)", true),
+            ("regex", "(?<n>x)", true),
+            ("regex", "a**", false),
+        ] {
+            assert_eq!(check(name, value), Some(ok), "{name} {value:?}");
+        }
     }
 }
