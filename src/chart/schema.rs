@@ -24,8 +24,14 @@
 //! Known differences: `pattern` and `patternProperties` use the `regex`
 //! crate behind the Go-syntax translation of Sprig's regex functions (RE2
 //! semantics, the same for practical patterns); Go map iteration (sibling
-//! properties, definitions) is random in Helm and by key here; a remote or
-//! file `$ref`, which gojsonschema would fetch, is an error naming it.
+//! properties, definitions, the value's keys) is random in Helm, so the
+//! order of their error lines changes from run to run there, and is by key
+//! here; a remote or file `$ref` (including the draft meta-schema URLs,
+//! which gojsonschema serves from memory) is an error naming it, where
+//! gojsonschema would fetch it; a schema looping through `$ref` without
+//! reaching into the values is an error where helm dies of a stack
+//! overflow; the format checkers approximate Go's parsers (`time.Parse`,
+//! `net/mail`, `net/url`, `net.ParseIP`).
 
 mod compile;
 mod formats;
