@@ -83,16 +83,21 @@ fn valid_re() -> &'static Regex {
 /// runs are maximal), so a greedy scan finds exactly the regex's groups.
 /// Returns major, `.minor`, `.patch` (with their dots), pre-release, metadata.
 fn match_version(v: &str) -> Option<(&str, &str, &str, &str, &str)> {
-    fn digits(s: &str) -> usize {
-        s.bytes().take_while(u8::is_ascii_digit).count()
-    }
-    // `\.[0-9]+` at the start of `s`, or empty.
-    fn dotted(s: &str) -> &str {
+    match_version_of(v, |b| b.is_ascii_digit())
+}
+
+/// [`match_version`] with `digit` as the class of the numeric parts:
+/// `[0-9]` for versions, `[0-9|x|X|\*]` for constraint versions (the
+/// pattern is as deterministic with either).
+fn match_version_of(v: &str, digit: fn(u8) -> bool) -> Option<(&str, &str, &str, &str, &str)> {
+    let digits = |s: &str| s.bytes().take_while(|b| digit(*b)).count();
+    // `\.[class]+` at the start of `s`, or empty.
+    let dotted = |s: &'_ str| -> usize {
         match s.strip_prefix('.') {
-            Some(r) if digits(r) > 0 => &s[..1 + digits(r)],
-            _ => "",
+            Some(r) if digits(r) > 0 => 1 + digits(r),
+            _ => 0,
         }
-    }
+    };
     // `ID(\.ID)*` after `lead`, or None if `lead` is there but no dotted
     // identifier list follows (the regex then cannot match at all).
     fn idents(s: &str, lead: char) -> Option<&str> {
@@ -112,10 +117,8 @@ fn match_version(v: &str) -> Option<(&str, &str, &str, &str, &str)> {
         return None;
     }
     let (major, s) = s.split_at(n);
-    let minor = dotted(s);
-    let s = &s[minor.len()..];
-    let patch = dotted(s);
-    let s = &s[patch.len()..];
+    let (minor, s) = s.split_at(dotted(s));
+    let (patch, s) = s.split_at(dotted(s));
     let pre = idents(s, '-')?;
     let s = if pre.is_empty() {
         s
@@ -503,6 +506,16 @@ fn rewrite_range(i: &str) -> String {
 impl Constraints {
     /// `semver.NewConstraint`.
     pub fn parse(c: &str) -> Result<Constraints, String> {
+        if let Some(one) = single_constraint(c) {
+            return Ok(Constraints {
+                or: vec![vec![one?]],
+            });
+        }
+        Constraints::parse_by_regex(c)
+    }
+
+    /// Masterminds' way: rewrite ranges, validate, find each constraint.
+    fn parse_by_regex(c: &str) -> Result<Constraints, String> {
         let c = rewrite_range(c);
         let mut or = Vec::new();
         for v in c.split("||") {
@@ -528,6 +541,37 @@ impl Constraints {
     }
 }
 
+/// The common case of a lone constraint (`>=1.21.0-0`, `~ 1.2`, `1.x`),
+/// matched without regexes (their engine costs more to build than charts
+/// spend on the rest of their metadata). `None` for anything else, which
+/// goes the regex way. For these strings the regex way finds no range to
+/// rewrite, one `||` part, one match of the constraint pattern, and then
+/// picks the first operator in pattern order after which a version matches
+/// to the end, as done here.
+fn single_constraint(c: &str) -> Option<Result<Constraint, String>> {
+    // RE2's `\s`.
+    let ws = |ch: char| matches!(ch, '\t' | '\n' | '\x0c' | '\r' | ' ');
+    let t = c.trim_matches(ws);
+    if t.is_empty() || t.contains("||") {
+        return None;
+    }
+    // The alternatives of `OPS`, in the pattern's order.
+    const OPS_ORDER: [&str; 12] = [
+        "=", "", "!=", ">", "<", ">=", "=>", "<=", "=<", "~", "~>", "^",
+    ];
+    let cv_digit = |b: u8| b.is_ascii_digit() || matches!(b, b'|' | b'x' | b'X' | b'*');
+    OPS_ORDER.iter().find_map(|op| {
+        let ver = t.strip_prefix(op)?.trim_start_matches(ws);
+        let (major, minor, patch, pre, _) = match_version_of(ver, cv_digit)?;
+        let pre = if pre.is_empty() {
+            String::new()
+        } else {
+            format!("-{pre}")
+        };
+        Some(constraint_from(op, ver, major, minor, patch, &pre))
+    })
+}
+
 fn parse_constraint(c: &str) -> Result<Constraint, String> {
     if c.is_empty() {
         return Ok(Constraint {
@@ -549,7 +593,19 @@ fn parse_constraint(c: &str) -> Result<Constraint, String> {
         .captures(c)
         .ok_or_else(|| format!("improper constraint: {c}"))?;
     let g = |i: usize| caps.get(i).map_or("", |m| m.as_str());
-    let (m3, m4, m5, m6) = (g(3), g(4), g(5), g(6));
+    constraint_from(g(1), g(2), g(3), g(4), g(5), g(6))
+}
+
+/// A constraint from the groups of Masterminds' constraint pattern:
+/// operator, whole version, major, `.minor`, `.patch`, `-pre-release`.
+fn constraint_from(
+    op: &str,
+    whole: &str,
+    m3: &str,
+    m4: &str,
+    m5: &str,
+    m6: &str,
+) -> Result<Constraint, String> {
     let (mut minor_dirty, mut patch_dirty, mut dirty) = (false, false, false);
     let ver = if is_x(m3) || m3.is_empty() {
         dirty = true;
@@ -563,12 +619,12 @@ fn parse_constraint(c: &str) -> Result<Constraint, String> {
         patch_dirty = true;
         format!("{m3}{m4}.0{m6}")
     } else {
-        g(2).to_string()
+        whole.to_string()
     };
     let con = Version::parse(&ver).map_err(|_| "constraint Parser Error".to_string())?;
     Ok(Constraint {
         con,
-        op: g(1).to_string(),
+        op: op.to_string(),
         minor_dirty,
         patch_dirty,
         dirty,
@@ -715,6 +771,63 @@ mod tests {
         match (Constraints::parse(c), Version::parse(ver)) {
             (Ok(c), Ok(v)) => c.check(&v),
             (Err(e), _) | (_, Err(e)) => panic!("{e}"),
+        }
+    }
+
+    /// Lone constraints parsed without regexes come out as the regex way
+    /// makes them, errors included; other shapes are left to it.
+    #[test]
+    fn single_constraints_as_the_regexes() {
+        let inputs = [
+            ">=1.21.0-0",
+            ">= 1.19.0-0",
+            "  ~1.2 ",
+            "~>1.2.3",
+            "^1.2",
+            "1.x",
+            "1.2.*",
+            "=1.2.3",
+            "=>1.2",
+            "=<1",
+            "<=v1.2.3-rc.1+b",
+            "!=1.2.3",
+            "> 1",
+            "<2.0.0-0",
+            "*",
+            "x",
+            "v1.2",
+            "1.2.3+meta",
+            "01.2.3",
+            "1.2.3-01",
+            "1.2.x-alpha",
+            "1|2",
+            "1.2.3-",
+            ">=a",
+            "> =1",
+            ">=1.2,<2",
+            "1.2 - 3",
+            "1||2",
+            ">=1.2 <2",
+            "",
+            "1.2.3.4",
+            "~ 1",
+            "^v2.x",
+        ];
+        // Shapes the hand matcher leaves to the regexes (lists, ranges,
+        // ORs, and what is no lone constraint at all).
+        let slow_way = [
+            ">=1.2,<2", "1.2 - 3", "1||2", ">=1.2 <2", "", "1.2.3.4", "1.2.3-", ">=a", "> =1",
+        ];
+        for i in inputs {
+            let fast = single_constraint(i).map(|r| r.map(|c| format!("[[{c:?}]]")));
+            let slow = Constraints::parse_by_regex(i).map(|c| format!("{:?}", c.or));
+            match fast {
+                Some(f) => assert_eq!(f, slow, "{i:?}"),
+                None => assert!(slow_way.contains(&i), "{i:?} should not need the regexes"),
+            }
+        }
+        for i in slow_way {
+            assert!(single_constraint(i).is_none(), "{i:?}");
         }
     }
 
