@@ -56,19 +56,29 @@ pub fn run_with_timeout(cmd: &mut Command, limit: Duration) -> std::io::Result<R
         }
         v
     });
-    let mut timed_out = false;
-    let status = loop {
-        if let Some(st) = child.try_wait()? {
-            break st;
+    // Wait for the exit on its own thread, so that the end time is exact
+    // (polling every few milliseconds added up to a poll interval to every
+    // run, which the benchmark's few-millisecond runs cannot afford). At the
+    // limit the child is killed by pid; one that exits in that instant is
+    // reaped, and its pid is not handed out again that soon.
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let st = child.wait();
+        let _ = tx.send(Instant::now());
+        st
+    });
+    let (end, timed_out) = match rx.recv_timeout(limit) {
+        Ok(end) => (end, false),
+        Err(_) => {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            (Instant::now(), true)
         }
-        if start.elapsed() > limit {
-            timed_out = true;
-            let _ = child.kill();
-            break child.wait()?;
-        }
-        std::thread::sleep(Duration::from_millis(2));
     };
-    let elapsed = start.elapsed();
+    let status = waiter
+        .join()
+        .map_err(|_| std::io::Error::other("waiter thread panicked"))??;
+    let elapsed = end.saturating_duration_since(start);
     let stdout = out_t.join().unwrap_or_default();
     let stderr = err_t.join().unwrap_or_default();
     Ok(RunResult {
