@@ -773,6 +773,42 @@ mod tests {
         );
     }
 
+    /// The observer sees the top chart with its templates before the
+    /// values file is parsed, once; subcharts are not shown to it.
+    #[test]
+    fn observer_sees_templates_before_values() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        write(
+            d,
+            "Chart.yaml",
+            "apiVersion: v2\nname: top\nversion: 0.1.0\n",
+        );
+        write(d, "values.yaml", "a: 1\n");
+        write(d, "templates/a.yaml", "x");
+        write(
+            d,
+            "charts/sub/Chart.yaml",
+            "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+        );
+        write(d, "charts/sub/values.yaml", "b: 2\n");
+        let mut seen = Vec::new();
+        let c = load_observed(d, &mut |_| {}, &mut |c| {
+            seen.push((c.name().to_string(), c.templates.len(), c.values.len()));
+        })
+        .unwrap();
+        assert_eq!(seen, [("top".to_string(), 1, 0)]);
+        assert_eq!(c.values.len(), 1);
+        assert_eq!(c.dependencies[0].values.len(), 1);
+
+        // A bad values file is still reported, after the observer ran.
+        write(d, "values.yaml", "a: [\n");
+        let mut calls = 0;
+        let e = load_observed(d, &mut |_| {}, &mut |_| calls += 1).unwrap_err();
+        assert!(e.to_string().starts_with("cannot load values.yaml"), "{e}");
+        assert_eq!(calls, 1);
+    }
+
     #[test]
     fn loads_directory_with_helmignore_and_subcharts() {
         let t = tempfile::tempdir().unwrap();
