@@ -3,13 +3,13 @@
 //! aimed at string fields become strings), then Go's `encoding/json` into
 //! `chart.Metadata` (case-insensitive field names, unknown fields ignored,
 //! type mismatches are errors), then `Metadata.Validate` with Helm's texts.
-//! Also Masterminds/semver's version parsing, which Helm uses to validate
-//! `version:` and to match dependencies.
+//! `version:` is validated with Masterminds/semver's parsing, the port the
+//! `semver` template function uses.
 
-use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use crate::chart::types::{Dependency, Maintainer, Metadata};
+use crate::engine::funcs::sprig::semver::Version;
 use crate::yaml::Yaml;
 
 /// A decoding error, in Go's `json.UnmarshalTypeError` wording.
@@ -436,204 +436,8 @@ pub(crate) fn go_quote(s: &str) -> String {
     out
 }
 
-/// A Masterminds/semver v3 version (`semver.NewVersion`, lenient: `1`,
-/// `1.2`, `v1.2.3` are accepted).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Version {
-    pub major: u64,
-    pub minor: u64,
-    pub patch: u64,
-    pub pre: String,
-    pub metadata: String,
-}
-
-/// The parts of a version as Masterminds/semver v3.3's `versionRegex`
-/// captures them:
-/// `^v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?$`
-/// (major, minor, patch without their dots, prerelease, metadata).
-/// Scanned by hand: every chart load validates its version, and compiling
-/// the regexp costs more than loading a small chart. The regexp is
-/// unambiguous, so a greedy left-to-right scan finds the same groups.
-type VersionParts<'a> = (
-    &'a str,
-    Option<&'a str>,
-    Option<&'a str>,
-    Option<&'a str>,
-    Option<&'a str>,
-);
-
-fn version_parts(v: &str) -> Option<VersionParts<'_>> {
-    fn digits(s: &str) -> usize {
-        s.bytes().take_while(u8::is_ascii_digit).count()
-    }
-    /// `[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*`: its length in `s`, if any.
-    fn idents(s: &str) -> Option<usize> {
-        let ident = |s: &str| {
-            s.bytes()
-                .take_while(|b| b.is_ascii_alphanumeric() || *b == b'-')
-                .count()
-        };
-        let mut n = ident(s);
-        if n == 0 {
-            return None;
-        }
-        while s[n..].starts_with('.') {
-            let m = ident(&s[n + 1..]);
-            if m == 0 {
-                // `\.` must be followed by an identifier; nothing else
-                // may follow the dot either, so the whole match fails.
-                return None;
-            }
-            n += 1 + m;
-        }
-        Some(n)
-    }
-    let mut rest = v.strip_prefix('v').unwrap_or(v);
-    let n = digits(rest);
-    if n == 0 {
-        return None;
-    }
-    let major = &rest[..n];
-    rest = &rest[n..];
-    let mut dotted = || {
-        let r = rest.strip_prefix('.')?;
-        let n = digits(r);
-        if n == 0 {
-            return None;
-        }
-        rest = &r[n..];
-        Some(&r[..n])
-    };
-    let minor = dotted();
-    let patch = if minor.is_some() { dotted() } else { None };
-    let mut tagged = |mark: char| {
-        let Some(r) = rest.strip_prefix(mark) else {
-            return Some(None);
-        };
-        let n = idents(r)?;
-        rest = &r[n..];
-        Some(Some(&r[..n]))
-    };
-    let pre = tagged('-')?;
-    let meta = tagged('+')?;
-    if !rest.is_empty() {
-        return None;
-    }
-    Some((major, minor, patch, pre, meta))
-}
-
-impl Version {
-    /// `semver.NewVersion`; the error is Masterminds' text.
-    pub fn parse(v: &str) -> Result<Version, String> {
-        const INVALID: &str = "Invalid Semantic Version";
-        let (major, minor, patch, pre, meta) = version_parts(v).ok_or(INVALID)?;
-        let num = |part: Option<&str>| -> Result<u64, String> {
-            match part {
-                None => Ok(0),
-                Some(d) => d
-                    .parse::<u64>()
-                    .map_err(|e| format!("Error parsing version segment: {e}")),
-            }
-        };
-        let out = Version {
-            major: num(Some(major))?,
-            minor: num(minor)?,
-            patch: num(patch)?,
-            pre: pre.unwrap_or_default().to_string(),
-            metadata: meta.unwrap_or_default().to_string(),
-        };
-        // validatePrerelease: numeric identifiers without leading zeros.
-        for part in out.pre.split('.').filter(|p| !p.is_empty()) {
-            if part.len() > 1 && part.starts_with('0') && part.bytes().all(|b| b.is_ascii_digit()) {
-                return Err("Version segment starts with 0".into());
-            }
-        }
-        Ok(out)
-    }
-
-    /// `Version.Compare` (build metadata ignored).
-    pub fn compare(&self, o: &Version) -> Ordering {
-        self.major
-            .cmp(&o.major)
-            .then(self.minor.cmp(&o.minor))
-            .then(self.patch.cmp(&o.patch))
-            .then_with(|| compare_prerelease(&self.pre, &o.pre))
-    }
-}
-
-fn compare_prerelease(a: &str, b: &str) -> Ordering {
-    match (a.is_empty(), b.is_empty()) {
-        (true, true) => return Ordering::Equal,
-        (true, false) => return Ordering::Greater,
-        (false, true) => return Ordering::Less,
-        _ => {}
-    }
-    let pa: Vec<&str> = a.split('.').collect();
-    let pb: Vec<&str> = b.split('.').collect();
-    for i in 0..pa.len().max(pb.len()) {
-        let (x, y) = match (pa.get(i), pb.get(i)) {
-            (Some(x), Some(y)) => (*x, *y),
-            (Some(_), None) => return Ordering::Greater,
-            (None, Some(_)) => return Ordering::Less,
-            (None, None) => break,
-        };
-        let c = match (x.parse::<u64>(), y.parse::<u64>()) {
-            (Ok(a), Ok(b)) => a.cmp(&b),
-            (Ok(_), Err(_)) => Ordering::Less,
-            (Err(_), Ok(_)) => Ordering::Greater,
-            (Err(_), Err(_)) => x.cmp(y),
-        };
-        if c != Ordering::Equal {
-            return c;
-        }
-    }
-    Ordering::Equal
-}
-
 #[cfg(test)]
 mod tests {
-
-    #[test]
-    fn hand_written_version_scan_matches_the_regexp() {
-        let re = regex::Regex::new(
-            r"^v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?$",
-        )
-        .unwrap_or_else(|_| unreachable!());
-        let inputs = [
-            "1",
-            "v1",
-            "1.2",
-            "1.2.3",
-            "v1.2.3",
-            "1.2.3.4",
-            "1.2.3-",
-            "1.2.3-a",
-            "1.2.3-a.b-c.0",
-            "1.2.3-a..b",
-            "1.2.3-a.",
-            "1.2.3+m",
-            "1.2.3-rc.1+build.5",
-            "1.2-x",
-            "1-x+y",
-            "1.x",
-            "",
-            "v",
-            "x1",
-            "1.2.3 ",
-            "1.2.3+",
-            "1.2.3+a+b",
-            "01.02.03",
-            "1.2.3-é",
-            "1..2",
-        ];
-        for v in inputs {
-            let want = re.captures(v).map(|c| {
-                let g = |i: usize| c.get(i).map(|m| m.as_str().trim_start_matches('.'));
-                (g(1).unwrap_or(""), g(2), g(3), g(5), g(8))
-            });
-            assert_eq!(version_parts(v), want, "{v:?}");
-        }
-    }
 
     use super::*;
 
@@ -712,8 +516,9 @@ mod tests {
         assert!(Version::parse("v1.2").is_ok());
         assert!(Version::parse("0.0.0-undefined").is_ok());
         assert!(Version::parse("1.x").is_err());
+        assert!(Version::parse("1.2.3-01").is_err());
         let a = Version::parse("1.0.0-alpha").unwrap();
         let b = Version::parse("1.0.0").unwrap();
-        assert_eq!(a.compare(&b), Ordering::Less);
+        assert_eq!(a.compare(&b), std::cmp::Ordering::Less);
     }
 }
