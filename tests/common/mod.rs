@@ -71,7 +71,11 @@ pub fn run_with_timeout(cmd: &mut Command, limit: Duration) -> std::io::Result<R
     let (end, timed_out) = match rx.recv_timeout(limit) {
         Ok(end) => (end, false),
         Err(_) => {
-            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            // The shell's builtin `kill`: a `kill` program may not be installed.
+            let _ = Command::new("sh")
+                .arg("-c")
+                .arg(format!("kill -9 {pid}"))
+                .status();
             (Instant::now(), true)
         }
     };
