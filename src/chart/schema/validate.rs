@@ -119,7 +119,9 @@ fn type_error(res: &mut Res, ctx: &Ctx<'_>, sub: &Sub, given: &str) {
     let expected = if sub.types.len() > 1 {
         format!("[{}]", sub.types.join(","))
     } else {
-        sub.types[0].to_string()
+        sub.types
+            .first()
+            .map_or_else(String::new, ToString::to_string)
     };
     res.add(ctx, |_| {
         format!("Invalid type. Expected: {expected}, given: {given}")
@@ -353,10 +355,13 @@ impl Schema {
     fn validate_array(&self, sub: &Sub, a: &[J], res: &mut Res, ctx: &Ctx<'_>) {
         let n = a.len();
         if sub.items_single {
-            for (i, v) in a.iter().enumerate() {
-                let head = i.to_string();
-                let r = self.sub_validate(sub.items[0], v, &ctx.child(&head));
-                res.merge(r);
+            // `items_single` is set with exactly one item schema.
+            if let Some(&item) = sub.items.first() {
+                for (i, v) in a.iter().enumerate() {
+                    let head = i.to_string();
+                    let r = self.sub_validate(item, v, &ctx.child(&head));
+                    res.merge(r);
+                }
             }
         } else if !sub.items.is_empty() {
             let k = sub.items.len();
