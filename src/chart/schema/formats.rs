@@ -48,7 +48,7 @@ fn re(cell: &'static OnceLock<Regex>, src: &str) -> &'static Regex {
 /// `time.Parse("2006-01-02", s)`.
 fn date(s: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
-    let Some(c) = re(&R, r"^(\d{4})-(\d{2})-(\d{2})$").captures(s) else {
+    let Some(c) = re(&R, r"^([0-9]{4})-([0-9]{2})-([0-9]{2})$").captures(s) else {
         return false;
     };
     let (y, m, d): (i64, u32, u32) = (
@@ -72,7 +72,7 @@ fn clock(s: &str, zone: bool) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     let Some(c) = re(
         &R,
-        r"^(\d{2}):(\d{2}):(\d{2})(?:[.,]\d+)?(Z|[+-](\d{2}):(\d{2}))?$",
+        r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(?:[.,][0-9]+)?(Z|[+-]([0-9]{2}):([0-9]{2}))?$",
     )
     .captures(s) else {
         return false;
