@@ -37,5 +37,6 @@ pub use load::{
     Keep, LoadError, Numbers, check_input, from_yaml, from_yaml_array, from_yaml_map,
     from_yaml_map_bytes, from_yaml_pruned, go_string_field, load,
 };
+pub use num::format_json_float;
 pub use toml::{from_toml, to_toml};
 pub use value::{Mapping, Yaml};

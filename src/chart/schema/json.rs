@@ -13,6 +13,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::engine::funcs::sprig::strings::go_quote;
+use crate::yaml::json::write_json_string;
 
 /// A decoded JSON value, borrowing its strings from the input where it
 /// can. Objects are Go maps: the last of duplicate keys wins; they iterate
@@ -351,49 +352,10 @@ impl<'a> Parser<'a> {
     }
 }
 
-/// Go's `json.Marshal` of a float64 (`floatEncoder`).
-pub fn go_json_float(f: f64) -> String {
-    let abs = f.abs();
-    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
-        // strconv 'e' with the shortest digits, exponent at least two
-        // digits, then encoding/json's clean-up of `e-07` to `e-7`.
-        let s = format!("{f:e}");
-        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
-        let (sign, digits) = match e.strip_prefix('-') {
-            Some(d) => ('-', d),
-            None => ('+', e),
-        };
-        let digits = if sign == '+' && digits.len() < 2 {
-            format!("0{digits}")
-        } else {
-            digits.to_string()
-        };
-        format!("{m}e{sign}{digits}")
-    } else {
-        format!("{f}")
-    }
-}
-
-/// encoding/json's string encoding (HTML-safe, as `json.Marshal` does).
-fn go_json_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32));
-            }
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+/// Go's `json.Marshal` of a float64 (the YAML side's encoding/json port;
+/// decoded numbers are finite, other values print as Rust does).
+fn go_json_float(f: f64) -> String {
+    crate::yaml::format_json_float(f).unwrap_or_else(|| format!("{f}"))
 }
 
 /// gojsonschema's `marshalWithoutNumber`: marshal, decode without
@@ -425,7 +387,7 @@ fn marshal_inner(v: &J<'_>, out: &mut String) -> Result<(), String> {
         J::Float(f) => out.push_str(&go_json_float(*f)),
         // Decoded again as float64.
         J::Int(i) => out.push_str(&go_json_float(*i as f64)),
-        J::Str(s) => go_json_string(s, out),
+        J::Str(s) => write_json_string(out, s),
         J::Arr(a) => {
             out.push('[');
             for (i, x) in a.iter().enumerate() {
@@ -442,7 +404,7 @@ fn marshal_inner(v: &J<'_>, out: &mut String) -> Result<(), String> {
                 if i > 0 {
                     out.push(',');
                 }
-                go_json_string(k, out);
+                write_json_string(out, k);
                 out.push(':');
                 marshal(x, out)?;
             }
