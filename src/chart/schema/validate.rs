@@ -115,6 +115,22 @@ fn dec(node: &J<'_>) -> Option<Dec> {
     }
 }
 
+/// gojsonschema's search of `anyOf` and `contains`: stop at the first
+/// result that validates (`None`); otherwise the failure with the best
+/// score, the first of equals (`Some`, empty only without candidates).
+fn best_failure(results: impl Iterator<Item = Res>) -> Option<Option<Res>> {
+    let mut best: Option<Res> = None;
+    for r in results {
+        if r.valid() {
+            return None;
+        }
+        if best.as_ref().is_none_or(|b| r.score > b.score) {
+            best = Some(r);
+        }
+    }
+    Some(best)
+}
+
 fn type_error(res: &mut Res, ctx: &Ctx<'_>, sub: &Sub, given: &str) {
     let expected = if sub.types.len() > 1 {
         format!("[{}]", sub.types.join(","))
@@ -239,24 +255,13 @@ impl Schema {
 
     /// `validateSchema`: anyOf, oneOf, allOf, not, dependencies, if.
     fn validate_schema(&self, sub: &Sub, node: &J<'_>, res: &mut Res, ctx: &Ctx<'_>) {
-        if !sub.any_of.is_empty() {
-            let mut best: Option<Res> = None;
-            let mut ok = false;
-            for &a in &sub.any_of {
-                let r = self.sub_validate(a, node, ctx);
-                if r.valid() {
-                    ok = true;
-                    break;
-                }
-                if best.as_ref().is_none_or(|b| r.score > b.score) {
-                    best = Some(r);
-                }
-            }
-            if !ok {
-                res.add(ctx, |_| "Must validate at least one schema (anyOf)".into());
-                if let Some(b) = best {
-                    res.merge(b);
-                }
+        if !sub.any_of.is_empty()
+            && let Some(best) =
+                best_failure(sub.any_of.iter().map(|&a| self.sub_validate(a, node, ctx)))
+        {
+            res.add(ctx, |_| "Must validate at least one schema (anyOf)".into());
+            if let Some(b) = best {
+                res.merge(b);
             }
         }
 
@@ -409,25 +414,16 @@ impl Schema {
             }
         }
 
-        if let Some(c) = sub.contains {
-            let mut ok = false;
-            let mut best: Option<Res> = None;
-            for (i, v) in a.iter().enumerate() {
-                let head = i.to_string();
-                let r = self.sub_validate(c, v, &ctx.child(&head));
-                if r.valid() {
-                    ok = true;
-                    break;
-                }
-                if best.as_ref().is_none_or(|b| r.score > b.score) {
-                    best = Some(r);
-                }
-            }
-            if !ok {
-                res.add(ctx, |_| "At least one of the items must match".into());
-                if let Some(b) = best {
-                    res.merge(b);
-                }
+        if let Some(c) = sub.contains
+            && let Some(best) = best_failure(
+                a.iter()
+                    .enumerate()
+                    .map(|(i, v)| self.sub_validate(c, v, &ctx.child(&i.to_string()))),
+            )
+        {
+            res.add(ctx, |_| "At least one of the items must match".into());
+            if let Some(b) = best {
+                res.merge(b);
             }
         }
 
