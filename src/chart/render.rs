@@ -109,6 +109,16 @@ pub struct ParsedTemplates {
     funcs: FuncMap,
     /// (template path, its parse) in `sortTemplates` order.
     files: Vec<(String, ParsedFile)>,
+    /// Bytes of template source parsed.
+    source_bytes: usize,
+}
+
+impl ParsedTemplates {
+    /// Whether the chart's templates are big enough that handing render
+    /// work to another thread pays for starting it.
+    pub fn worth_a_thread(&self) -> bool {
+        cores() > 1 && self.source_bytes >= MIN_PARALLEL_BYTES
+    }
 }
 
 /// Template bytes below which parsing is not worth another thread: a
@@ -353,6 +363,7 @@ impl ParsePool {
     ) -> Result<ParsedTemplates, RenderError> {
         let mut slots: HashMap<usize, Result<ParsedFile, crate::engine::Error>> =
             parts.into_iter().flatten().collect();
+        let source_bytes = files.iter().map(|(_, d)| d.len()).sum();
         let mut out = Vec::with_capacity(files.len());
         for ((name, _), id) in files.into_iter().zip(ids) {
             match id.and_then(|id| slots.remove(&id)) {
@@ -385,7 +396,11 @@ impl ParsePool {
             Ok(s) => s.funcs,
             Err(_) => helm_func_map(),
         };
-        Ok(ParsedTemplates { funcs, files: out })
+        Ok(ParsedTemplates {
+            funcs,
+            files: out,
+            source_bytes,
+        })
     }
 }
 
@@ -415,14 +430,6 @@ pub fn render_parsed(
     env: &Env,
 ) -> Result<(BTreeMap<String, String>, RenderState), RenderError> {
     render_parsed_with(chart, parsed, values, release, caps, env, &mut |_, _| {})
-}
-
-/// Whether a chart's templates are big enough that handing work to another
-/// thread pays for starting it.
-pub(crate) fn worth_a_thread(chart: &Chart) -> bool {
-    let mut all = BTreeMap::new();
-    collect_templates(chart, None, &mut all);
-    cores() > 1 && all.values().map(|d| d.len()).sum::<usize>() >= MIN_PARALLEL_BYTES
 }
 
 /// [`render_parsed`], giving `rendered(path, text)` each file's final text

@@ -267,7 +267,7 @@ pub fn run_keeping(
     let top_values = crate::chart::convert::values_to_value(&values);
     // Manifest heads are parsed on another core as the files render.
     let heads = match &parsed {
-        Ok(_) if render::worth_a_thread(&chart) => manifest::HeadWorker::start(),
+        Ok(p) if p.worth_a_thread() => manifest::HeadWorker::start(),
         _ => None,
     };
     let (mut files, state) = parsed
