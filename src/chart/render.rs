@@ -100,7 +100,7 @@ pub fn render_keeping(
     env: &Env,
 ) -> Result<(BTreeMap<String, String>, RenderState), RenderError> {
     let ((), parsed) = ParsePool::new().finish(chart, 0, || ());
-    render_parsed(chart, parsed?, values, release, caps, env)
+    render_parsed(chart, parsed?, values, release, caps, env, &mut |_, _| {})
 }
 
 /// Every template of a chart parsed, in Helm's parse order, ready for
@@ -420,21 +420,9 @@ impl Drop for ParsePool {
 
 /// Execute the parsed templates of `chart` over `values` (the second half of
 /// [`render_keeping`]); `parsed` must come from [`ParsePool::finish`] on the
-/// same chart.
+/// same chart. `rendered_file(path, text)` sees each file's final text as
+/// soon as it is rendered (files come in Helm's template order).
 pub fn render_parsed(
-    chart: &Chart,
-    parsed: ParsedTemplates,
-    values: Value,
-    release: &ReleaseOptions,
-    caps: &Capabilities,
-    env: &Env,
-) -> Result<(BTreeMap<String, String>, RenderState), RenderError> {
-    render_parsed_with(chart, parsed, values, release, caps, env, &mut |_, _| {})
-}
-
-/// [`render_parsed`], giving `rendered(path, text)` each file's final text
-/// as soon as it is rendered (files come in Helm's template order).
-pub fn render_parsed_with(
     chart: &Chart,
     parsed: ParsedTemplates,
     values: Value,

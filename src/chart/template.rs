@@ -272,7 +272,7 @@ pub fn run_keeping(
     };
     let (mut files, state) = parsed
         .and_then(|p| {
-            render::render_parsed_with(
+            render::render_parsed(
                 &chart,
                 p,
                 top_values,
