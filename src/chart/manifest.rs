@@ -225,21 +225,16 @@ pub fn sort_manifests_with(
     let mut docs: Vec<(&String, String)> = Vec::new();
     let mut heads: Vec<Option<Result<SimpleHead, String>>> = Vec::new();
     for (path, content) in files.iter().filter(|(p, c)| is_manifest_file(p, c)) {
-        // The worker split and parsed this very text (same path, same
-        // length); anything else is split and parsed here.
+        let split = split_manifests(content);
+        // The worker saw this very text (same path, same length) and split
+        // it the same way; anything else is parsed here.
         match pre.0.remove(path) {
-            Some((len, parsed)) if len == content.len() => {
-                for (doc, head) in parsed {
-                    docs.push((path, doc));
-                    heads.push(Some(head));
-                }
+            Some((len, parsed)) if len == content.len() && parsed.len() == split.len() => {
+                heads.extend(parsed.into_iter().map(Some));
             }
-            _ => {
-                let split = split_manifests(content);
-                heads.extend(split.iter().map(|_| None));
-                docs.extend(split.into_iter().map(|d| (path, d)));
-            }
+            _ => heads.extend(split.iter().map(|_| None)),
         }
+        docs.extend(split.into_iter().map(|d| (path, d)));
     }
     let missing: Vec<&str> = docs
         .iter()
@@ -301,12 +296,9 @@ pub fn sort_manifests_with(
 }
 
 /// Heads parsed ahead by a [`HeadWorker`]: per file path, the length of
-/// the text's length and its documents with their heads.
+/// the text parsed and the head of each of its documents.
 #[derive(Default)]
-pub struct PreParsed(HashMap<String, (usize, Vec<HeadedDoc>)>);
-
-/// A document of a rendered file and its parsed head (or the YAML error).
-type HeadedDoc = (String, Result<SimpleHead, String>);
+pub struct PreParsed(HashMap<String, (usize, Vec<Result<SimpleHead, String>>)>);
 
 /// Parses the heads of rendered files on another core while the templates
 /// after them still execute, so that sorting the manifests finds them
@@ -332,14 +324,11 @@ impl HeadWorker {
             .spawn(move || {
                 let mut pre = PreParsed::default();
                 for (path, content) in rx {
-                    let docs = split_manifests(&content)
-                        .into_iter()
-                        .map(|d| {
-                            let head = parse_head(&d);
-                            (d, head)
-                        })
+                    let heads = split_manifests(&content)
+                        .iter()
+                        .map(|d| parse_head(d))
                         .collect();
-                    pre.0.insert(path, (content.len(), docs));
+                    pre.0.insert(path, (content.len(), heads));
                 }
                 pre
             })
