@@ -227,7 +227,11 @@ pub fn sort_manifests_with(
     for (path, content) in files.iter().filter(|(p, c)| is_manifest_file(p, c)) {
         let split = split_manifests(content);
         // The worker saw this very text (same path, same length) and split
-        // it the same way; anything else is parsed here.
+        // it the same way; anything else is parsed here. The split is done
+        // again here rather than handed over: documents kept by the worker
+        // would sit in its malloc arena, where the main thread cannot reuse
+        // the memory it has freed (measured: +0.3 MB peak RSS on mid-sized
+        // charts for a split that costs little).
         match pre.0.remove(path) {
             Some((len, parsed)) if len == content.len() && parsed.len() == split.len() => {
                 heads.extend(parsed.into_iter().map(Some));
