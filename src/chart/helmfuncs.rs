@@ -34,7 +34,7 @@ pub fn helm_func_map() -> FuncMap {
 pub fn register(m: &mut FuncMap) {
     m.remove("env");
     m.remove("expandenv");
-    let defs: &[FuncDef] = &[
+    const DEFS: &[FuncDef] = &[
         FuncDef {
             name: "toYaml",
             params: &[Param::Any],
@@ -114,8 +114,8 @@ pub fn register(m: &mut FuncMap) {
             imp: get_host_by_name,
         },
     ];
-    for d in defs {
-        m.insert(*d);
+    for d in DEFS {
+        m.insert(d);
     }
 }
 

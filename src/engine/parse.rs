@@ -53,6 +53,10 @@ pub fn parse_kept(
         funcs,
         src: src.clone(),
         trees: Vec::new(),
+        nodes: Vec::new(),
+        cmds: Vec::new(),
+        args: Vec::new(),
+        names: Vec::new(),
     };
     let root = p.parse_top()?;
     p.add(Arc::from(name), root)?;
@@ -81,7 +85,7 @@ pub fn resolve(funcs: &FuncMap, name: &str) -> Option<Callee> {
         _ => {}
     }
     if let Some(d) = funcs.get(name) {
-        return Some(Callee::Func(*d));
+        return Some(Callee::Func(d));
     }
     super::funcs::builtins::get(name).map(Callee::Func)
 }
@@ -102,6 +106,19 @@ struct Parser<'a, 'f> {
     funcs: &'f FuncMap,
     src: Arc<Source>,
     trees: Vec<Tree>,
+    // Work stacks the lists under construction share: a list's elements
+    // are pushed above the mark taken when it started (inner lists finish
+    // first), then moved into a boxed slice of exactly their number. One
+    // allocation per list, and no growth or spare capacity in the tree.
+    nodes: Vec<Node>,
+    cmds: Vec<Command>,
+    args: Vec<Arg>,
+    names: Vec<Arc<str>>,
+}
+
+/// Move `stack[mark..]` into a boxed slice of exactly that length.
+fn take<T>(stack: &mut Vec<T>, mark: usize) -> Box<[T]> {
+    stack.drain(mark..).collect()
 }
 
 /// What `itemList` stopped at.
@@ -199,7 +216,7 @@ impl<'a> Parser<'a, '_> {
     }
 
     /// Go's `Tree.add` on the shared treeSet of this `Parse` call.
-    fn add(&mut self, name: Arc<str>, root: Vec<Node>) -> PResult<()> {
+    fn add(&mut self, name: Arc<str>, root: Box<[Node]>) -> PResult<()> {
         if let Some(i) = self.trees.iter().position(|t| t.name == name) {
             if is_empty_tree(&self.trees[i].root) {
                 self.trees[i].root = root;
@@ -222,8 +239,8 @@ impl<'a> Parser<'a, '_> {
     }
 
     /// Go's `parse`: the top level, where `{{define}}` is allowed.
-    fn parse_top(&mut self) -> PResult<Vec<Node>> {
-        let mut root = Vec::new();
+    fn parse_top(&mut self) -> PResult<Box<[Node]>> {
+        let mark = self.nodes.len();
         while self.peek().typ != ItemType::Eof {
             if self.peek().typ == ItemType::LeftDelim {
                 let delim = self.next();
@@ -234,12 +251,12 @@ impl<'a> Parser<'a, '_> {
                 self.backup2(delim);
             }
             match self.text_or_action()? {
-                Parsed::Node(n) => root.push(n),
+                Parsed::Node(n) => self.nodes.push(n),
                 Parsed::End => return Err(self.errorf("unexpected {{end}}".into())),
                 Parsed::Else => return Err(self.errorf("unexpected {{else}}".into())),
             }
         }
-        Ok(root)
+        Ok(take(&mut self.nodes, mark))
     }
 
     /// Run `f` as a nested tree (define/block): fresh variables and state.
@@ -269,7 +286,7 @@ impl<'a> Parser<'a, '_> {
         self.add(Arc::from(name.as_str()), list)
     }
 
-    fn item_list(&mut self) -> PResult<(Vec<Node>, End)> {
+    fn item_list(&mut self) -> PResult<(Box<[Node]>, End)> {
         // Nesting depth is bounded only by the text; grow the stack as Go's
         // does rather than overflow.
         stacker::maybe_grow(
@@ -279,14 +296,18 @@ impl<'a> Parser<'a, '_> {
         )
     }
 
-    fn item_list_inner(&mut self) -> PResult<(Vec<Node>, End)> {
-        let mut list = Vec::new();
+    fn item_list_inner(&mut self) -> PResult<(Box<[Node]>, End)> {
+        let mark = self.nodes.len();
         while self.peek_non_space().typ != ItemType::Eof {
-            match self.text_or_action()? {
-                Parsed::Node(n) => list.push(n),
-                Parsed::End => return Ok((list, End::End)),
-                Parsed::Else => return Ok((list, End::Else)),
-            }
+            let end = match self.text_or_action()? {
+                Parsed::Node(n) => {
+                    self.nodes.push(n);
+                    continue;
+                }
+                Parsed::End => End::End,
+                Parsed::Else => End::Else,
+            };
+            return Ok((take(&mut self.nodes, mark), end));
         }
         Err(self.errorf("unexpected EOF".into()))
     }
@@ -347,13 +368,23 @@ impl<'a> Parser<'a, '_> {
     }
 
     fn pipeline(&mut self, context: &str, end: ItemType) -> PResult<Pipe> {
-        let token = self.peek_non_space();
-        let mut pipe = Pipe {
-            pos: token.pos,
-            is_assign: false,
-            decl: Vec::new(),
-            cmds: Vec::new(),
-        };
+        let (names, cmds) = (self.names.len(), self.cmds.len());
+        let r = self.pipeline_inner(context, end, names, cmds);
+        // On error the marks were not consumed.
+        self.names.truncate(names);
+        self.cmds.truncate(cmds);
+        r
+    }
+
+    fn pipeline_inner(
+        &mut self,
+        context: &str,
+        end: ItemType,
+        names: usize,
+        cmds: usize,
+    ) -> PResult<Pipe> {
+        let pos = self.peek_non_space().pos;
+        let mut is_assign = false;
         // Are there declarations or assignments?
         'decls: loop {
             let v = self.peek_non_space();
@@ -366,15 +397,17 @@ impl<'a> Parser<'a, '_> {
             let token_after = self.peek();
             let next = self.peek_non_space();
             if next.typ == ItemType::Assign || next.typ == ItemType::Declare {
-                pipe.is_assign = next.typ == ItemType::Assign;
+                is_assign = next.typ == ItemType::Assign;
                 self.next_non_space();
-                pipe.decl.push(Arc::from(v.val));
-                self.vars.push(Arc::from(v.val));
+                let name: Arc<str> = Arc::from(v.val);
+                self.names.push(name.clone());
+                self.vars.push(name);
             } else if next.typ == ItemType::Char && next.val == "," {
                 self.next_non_space();
-                pipe.decl.push(Arc::from(v.val));
-                self.vars.push(Arc::from(v.val));
-                if context == "range" && pipe.decl.len() < 2 {
+                let name: Arc<str> = Arc::from(v.val);
+                self.names.push(name.clone());
+                self.vars.push(name);
+                if context == "range" && self.names.len() - names < 2 {
                     match self.peek_non_space().typ {
                         ItemType::Variable | ItemType::RightDelim | ItemType::RightParen => {
                             continue 'decls;
@@ -393,8 +426,13 @@ impl<'a> Parser<'a, '_> {
         loop {
             let token = self.next_non_space();
             if token.typ == end {
-                self.check_pipeline(&pipe, context)?;
-                return Ok(pipe);
+                self.check_pipeline(&self.cmds[cmds..], context)?;
+                return Ok(Pipe {
+                    pos,
+                    is_assign,
+                    decl: take(&mut self.names, names),
+                    cmds: take(&mut self.cmds, cmds),
+                });
             }
             match token.typ {
                 ItemType::Bool
@@ -411,18 +449,18 @@ impl<'a> Parser<'a, '_> {
                 | ItemType::LeftParen => {
                     self.backup();
                     let cmd = self.command()?;
-                    pipe.cmds.push(cmd);
+                    self.cmds.push(cmd);
                 }
                 _ => return Err(self.unexpected(&token, context)),
             }
         }
     }
 
-    fn check_pipeline(&self, pipe: &Pipe, context: &str) -> PResult<()> {
-        if pipe.cmds.is_empty() {
+    fn check_pipeline(&self, cmds: &[Command], context: &str) -> PResult<()> {
+        if cmds.is_empty() {
             return Err(self.errorf(format!("missing value for {context}")));
         }
-        for (i, c) in pipe.cmds.iter().enumerate().skip(1) {
+        for (i, c) in cmds.iter().enumerate().skip(1) {
             if matches!(
                 c.args[0],
                 Arg::Bool(..) | Arg::Dot(_) | Arg::Nil(_) | Arg::Number(..) | Arg::Str { .. }
@@ -441,7 +479,7 @@ impl<'a> Parser<'a, '_> {
         let mark = self.vars.len();
         let r = self.control_inner(context);
         self.vars.truncate(mark);
-        let b = r?;
+        let b = Box::new(r?);
         Ok(match context {
             "if" => Node::If(b),
             "range" => Node::Range(b),
@@ -465,10 +503,10 @@ impl<'a> Parser<'a, '_> {
             // at its {{end}}; the enclosing {{end}} is implied.
             if context == "if" && self.peek().typ == ItemType::If {
                 self.next();
-                else_list = Some(vec![self.control("if")?]);
+                else_list = Some(Box::new([self.control("if")?]) as Box<[Node]>);
             } else if context == "with" && self.peek().typ == ItemType::With {
                 self.next();
-                else_list = Some(vec![self.control("with")?]);
+                else_list = Some(Box::new([self.control("with")?]) as Box<[Node]>);
             } else {
                 let (l, next) = self.item_list()?;
                 if let End::Else = next {
@@ -509,7 +547,7 @@ impl<'a> Parser<'a, '_> {
         Ok(Node::Template {
             pos: token.pos,
             name,
-            pipe: Some(pipe),
+            pipe: Some(Box::new(pipe)),
         })
     }
 
@@ -520,7 +558,7 @@ impl<'a> Parser<'a, '_> {
         let mut pipe = None;
         if self.next_non_space().typ != ItemType::RightDelim {
             self.backup();
-            pipe = Some(self.pipeline(context, ItemType::RightDelim)?);
+            pipe = Some(Box::new(self.pipeline(context, ItemType::RightDelim)?));
         }
         Ok(Node::Template {
             pos: token.pos,
@@ -539,15 +577,18 @@ impl<'a> Parser<'a, '_> {
     }
 
     fn command(&mut self) -> PResult<Command> {
+        let mark = self.args.len();
+        let r = self.command_inner(mark);
+        self.args.truncate(mark);
+        r
+    }
+
+    fn command_inner(&mut self, mark: usize) -> PResult<Command> {
         let pos = self.peek_non_space().pos;
-        let mut cmd = Command {
-            pos,
-            args: Vec::new(),
-        };
         loop {
             self.peek_non_space();
             if let Some(op) = self.operand()? {
-                cmd.args.push(op);
+                self.args.push(op);
             }
             let token = self.next();
             match token.typ {
@@ -558,10 +599,13 @@ impl<'a> Parser<'a, '_> {
             }
             break;
         }
-        if cmd.args.is_empty() {
+        if self.args.len() == mark {
             return Err(self.errorf("empty command".into()));
         }
-        Ok(cmd)
+        Ok(Command {
+            pos,
+            args: take(&mut self.args, mark),
+        })
     }
 
     fn operand(&mut self) -> PResult<Option<Arg>> {
@@ -569,37 +613,50 @@ impl<'a> Parser<'a, '_> {
             return Ok(None);
         };
         if self.peek().typ == ItemType::Field {
+            // Fields after a literal are a parse error; after anything
+            // else (a field or variable took its own) they make a chain.
+            if let Arg::Bool(..) | Arg::Str { .. } | Arg::Number(..) | Arg::Nil(_) | Arg::Dot(_) =
+                node
+            {
+                return Err(self.errorf(format!(
+                    "unexpected . after term {}",
+                    quote(&node.to_string())
+                )));
+            }
             let pos = self.peek().pos;
-            let mut fields: Vec<Arc<str>> = Vec::new();
+            let mark = self.names.len();
             while self.peek().typ == ItemType::Field {
                 let f = self.next();
-                fields.push(Arc::from(&f.val[1..]));
+                self.names.push(Arc::from(&f.val[1..]));
             }
-            // Fields after a field or variable extend it; after a literal
-            // they are a parse error; otherwise keep the chain.
-            return Ok(Some(match node {
-                Arg::Field { mut idents, .. } => {
-                    idents.extend(fields);
-                    Arg::Field { pos, idents }
-                }
-                Arg::Var { mut idents, .. } => {
-                    idents.extend(fields);
-                    Arg::Var { pos, idents }
-                }
-                Arg::Bool(..) | Arg::Str { .. } | Arg::Number(..) | Arg::Nil(_) | Arg::Dot(_) => {
-                    return Err(self.errorf(format!(
-                        "unexpected . after term {}",
-                        quote(&node.to_string())
-                    )));
-                }
-                other => Arg::Chain {
-                    pos,
-                    node: Box::new(other),
-                    fields,
-                },
+            return Ok(Some(Arg::Chain {
+                pos,
+                node: Box::new(node),
+                fields: take(&mut self.names, mark),
             }));
         }
         Ok(Some(node))
+    }
+
+    /// A field or variable with the fields that follow it: Go's `term`
+    /// returns the first and `operand` extends it with the rest, the node
+    /// then taking the position of the first added field.
+    fn field_run(&mut self, mut pos: usize, first: &str, field: bool) -> Arg {
+        let mark = self.names.len();
+        self.names.push(Arc::from(first));
+        if self.peek().typ == ItemType::Field {
+            pos = self.peek().pos;
+        }
+        while self.peek().typ == ItemType::Field {
+            let f = self.next();
+            self.names.push(Arc::from(&f.val[1..]));
+        }
+        let idents = take(&mut self.names, mark);
+        if field {
+            Arg::Field { pos, idents }
+        } else {
+            Arg::Var { pos, idents }
+        }
     }
 
     fn term(&mut self) -> PResult<Option<Arg>> {
@@ -621,15 +678,9 @@ impl<'a> Parser<'a, '_> {
                 if !self.vars.iter().any(|v| &**v == token.val) {
                     return Err(self.errorf(format!("undefined variable {}", quote(token.val))));
                 }
-                Arg::Var {
-                    pos: token.pos,
-                    idents: vec![Arc::from(token.val)],
-                }
+                self.field_run(token.pos, token.val, false)
             }
-            ItemType::Field => Arg::Field {
-                pos: token.pos,
-                idents: vec![Arc::from(&token.val[1..])],
-            },
+            ItemType::Field => self.field_run(token.pos, &token.val[1..], true),
             ItemType::Bool => Arg::Bool(token.pos, token.val == "true"),
             ItemType::CharConstant | ItemType::Complex | ItemType::Number => {
                 let n = new_number(token.val, token.typ).map_err(|e| self.errorf(e))?;

@@ -88,7 +88,7 @@ fn nindent(_: &Env, a: &[Value]) -> FuncResult {
 fn test_funcs() -> Rc<FuncMap> {
     let mut m = FuncMap::default();
     super::funcs::builtins::register(&mut m);
-    for d in [
+    static DEFS: [FuncDef; 6] = [
         FuncDef {
             name: "quote",
             params: &[],
@@ -125,7 +125,8 @@ fn test_funcs() -> Rc<FuncMap> {
             variadic: None,
             imp: nindent,
         },
-    ] {
+    ];
+    for d in &DEFS {
         m.insert(d);
     }
     Rc::new(m)
@@ -581,12 +582,12 @@ fn corpus_templates_parse() {
     let mut m = FuncMap::default();
     super::funcs::builtins::register(&mut m);
     for n in OTHER_FUNCS {
-        m.insert(FuncDef {
+        m.insert(Box::leak(Box::new(FuncDef {
             name: n,
             params: &[],
             variadic: Some(Param::Any),
             imp: stub,
-        });
+        })));
     }
     let funcs = Rc::new(m);
     let mut files = Vec::new();
@@ -696,7 +697,7 @@ spec:
     }
     let funcs = {
         let mut m = (*test_funcs()).clone();
-        m.insert(FuncDef {
+        m.insert(&FuncDef {
             name: "default",
             params: &[Param::Any, Param::Any],
             variadic: None,

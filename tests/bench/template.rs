@@ -4,8 +4,11 @@
 //! It builds nothing: it runs `target/release/antiopa` (build it first with `cargo build
 //! --release`) and the helm oracle (`$HELM`, else the path printed by
 //! `../shared/tools/install-helm.sh`), each `BENCH_RUNS` times (default 5) per case, with the same
-//! arguments and isolated HELM_* homes. Peak RSS comes from GNU time (`/usr/bin/time -f %M`,
-//! the child's `ru_maxrss`), wall time from a monotonic clock around the run. It prints one row
+//! arguments and isolated HELM_* homes. Each run is two runs: one started directly and timed
+//! with a monotonic clock from spawn to exit, and one under GNU time (`/usr/bin/time -f %M`, the
+//! child's `ru_maxrss`) for peak RSS. Timing the run under GNU time would add GNU time's own
+//! start-up (exec, dynamic loading, writing its report: 2–4 ms here) to every run of both tools,
+//! which is a fifth of antiopa's few-millisecond runs and hides what it costs. It prints one row
 //! per case (medians) and the median of the per-case ratios, and whether the targets are met:
 //! antiopa ≥ 15× faster and ≤ ¼ of helm's memory. `BENCH_FILTER=substr` selects cases;
 //! `ANTIOPA_BIN` measures another binary instead of the release build.
@@ -21,7 +24,7 @@ use std::time::Duration;
 const SPEED_TARGET: f64 = 15.0;
 const MEMORY_TARGET: f64 = 0.25;
 
-/// One measured run: wall seconds and peak RSS in KiB.
+/// One measured run: wall seconds of the timed run, peak RSS in KiB of the run under GNU time.
 struct Sample {
     secs: f64,
     rss_kib: u64,
@@ -48,22 +51,27 @@ fn measure(
     home: &Path,
     scratch: &Path,
 ) -> Result<Sample, String> {
+    let run = |cmd: &mut Command| {
+        cmd.current_dir(corpus).args(case.template_args());
+        isolate_env(cmd, home);
+        let r = run_with_timeout(cmd, Duration::from_secs(300))
+            .map_err(|e| format!("cannot run {}: {e}", tool.display()))?;
+        if r.code != Some(0) {
+            return Err(format!(
+                "{} failed ({}): {}",
+                tool.display(),
+                r.describe_exit(),
+                common::clip(String::from_utf8_lossy(&r.stderr).trim(), 200)
+            ));
+        }
+        Ok(r)
+    };
+    let timed = run(&mut Command::new(tool))?;
     let rss_file = scratch.join("rss");
     let _ = std::fs::remove_file(&rss_file);
     let mut cmd = Command::new("/usr/bin/time");
     cmd.arg("-f").arg("%M").arg("-o").arg(&rss_file).arg(tool);
-    cmd.current_dir(corpus).args(case.template_args());
-    isolate_env(&mut cmd, home);
-    let r = run_with_timeout(&mut cmd, Duration::from_secs(300))
-        .map_err(|e| format!("cannot run /usr/bin/time: {e}"))?;
-    if r.code != Some(0) {
-        return Err(format!(
-            "{} failed ({}): {}",
-            tool.display(),
-            r.describe_exit(),
-            common::clip(String::from_utf8_lossy(&r.stderr).trim(), 200)
-        ));
-    }
+    run(&mut cmd)?;
     let rss_text =
         std::fs::read_to_string(&rss_file).map_err(|e| format!("no GNU time output: {e}"))?;
     let rss_kib = rss_text
@@ -72,9 +80,9 @@ fn measure(
         .and_then(|l| l.trim().parse().ok())
         .ok_or_else(|| format!("unexpected GNU time output {rss_text:?}"))?;
     Ok(Sample {
-        secs: r.elapsed.as_secs_f64(),
+        secs: timed.elapsed.as_secs_f64(),
         rss_kib,
-        stdout: r.stdout,
+        stdout: timed.stdout,
     })
 }
 

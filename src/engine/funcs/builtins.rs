@@ -128,13 +128,13 @@ const BUILTINS: &[FuncDef] = &[
 
 pub fn register(m: &mut FuncMap) {
     for d in BUILTINS {
-        m.insert(*d);
+        m.insert(d);
     }
 }
 
 /// A builtin by name (Go always has them, whatever the user's map holds).
-pub fn get(name: &str) -> Option<FuncDef> {
-    BUILTINS.iter().find(|d| d.name == name).copied()
+pub fn get(name: &str) -> Option<&'static FuncDef> {
+    BUILTINS.iter().find(|d| d.name == name)
 }
 
 fn placeholder(_: &Env, _: &[Value]) -> FuncResult {

@@ -83,7 +83,7 @@ pub struct FuncDef {
 /// unknown function is a parse error, as in Go) and at execution.
 #[derive(Clone, Default)]
 pub struct FuncMap {
-    funcs: HashMap<&'static str, FuncDef>,
+    funcs: HashMap<&'static str, &'static FuncDef>,
 }
 
 impl FuncMap {
@@ -96,14 +96,14 @@ impl FuncMap {
         m
     }
     /// Add or replace a function.
-    pub fn insert(&mut self, def: FuncDef) {
+    pub fn insert(&mut self, def: &'static FuncDef) {
         self.funcs.insert(def.name, def);
     }
     pub fn remove(&mut self, name: &str) {
         self.funcs.remove(name);
     }
-    pub fn get(&self, name: &str) -> Option<&FuncDef> {
-        self.funcs.get(name)
+    pub fn get(&self, name: &str) -> Option<&'static FuncDef> {
+        self.funcs.get(name).copied()
     }
     pub fn contains(&self, name: &str) -> bool {
         self.funcs.contains_key(name)

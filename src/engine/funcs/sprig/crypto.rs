@@ -17,7 +17,7 @@ use base64::Engine;
 use hmac::{KeyInit, Mac};
 use rand::RngExt;
 
-use crate::engine::funcs::{Env, FuncDef, FuncImpl, FuncMap, FuncResult, Param};
+use crate::engine::funcs::{Env, FuncDef, FuncMap, FuncResult, Param};
 use crate::engine::value::{Member, Object, Value};
 use x509::{PrivKey, Template};
 
@@ -487,52 +487,52 @@ fn decrypt_aes(_: &Env, a: &[Value]) -> FuncResult {
     ))
 }
 
-pub fn register(m: &mut FuncMap) {
+/// Registered by [`register`]: the function table holds `&'static`
+/// entries, so these are a constant like the other tables.
+const FUNCS: &[FuncDef] = {
     use Param::{Any, Int, List, Str};
-    let defs: [(&'static str, &'static [Param], FuncImpl); 13] = [
-        ("genCA", &[Str, Int], gen_ca),
-        ("genCAWithKey", &[Str, Int, Str], gen_ca_with_key),
-        (
+    &[
+        super::def("genCA", &[Str, Int], gen_ca),
+        super::def("genCAWithKey", &[Str, Int, Str], gen_ca_with_key),
+        super::def(
             "genSelfSignedCert",
             &[Str, List, List, Int],
             gen_self_signed_cert,
         ),
-        (
+        super::def(
             "genSelfSignedCertWithKey",
             &[Str, List, List, Int, Str],
             gen_self_signed_cert_with_key,
         ),
         // The `ca` parameter is Go's `certificate` struct, checked in the impl.
-        (
+        super::def(
             "genSignedCert",
             &[Str, List, List, Int, Any],
             gen_signed_cert,
         ),
-        (
+        super::def(
             "genSignedCertWithKey",
             &[Str, List, List, Int, Any, Str],
             gen_signed_cert_with_key,
         ),
-        ("buildCustomCert", &[Str, Str], build_custom_cert),
-        ("genPrivateKey", &[Str], gen_private_key),
+        super::def("buildCustomCert", &[Str, Str], build_custom_cert),
+        super::def("genPrivateKey", &[Str], gen_private_key),
         // Go's counter parameter is uint32.
-        (
+        super::def(
             "derivePassword",
             &[Int, Str, Str, Str, Str],
             derive_password,
         ),
-        ("bcrypt", &[Str], bcrypt_fn),
-        ("htpasswd", &[Str, Str], htpasswd),
-        ("encryptAES", &[Str, Str], encrypt_aes),
-        ("decryptAES", &[Str, Str], decrypt_aes),
-    ];
-    for (name, params, imp) in defs {
-        m.insert(FuncDef {
-            name,
-            params,
-            variadic: None,
-            imp,
-        });
+        super::def("bcrypt", &[Str], bcrypt_fn),
+        super::def("htpasswd", &[Str, Str], htpasswd),
+        super::def("encryptAES", &[Str, Str], encrypt_aes),
+        super::def("decryptAES", &[Str, Str], decrypt_aes),
+    ]
+};
+
+pub fn register(m: &mut FuncMap) {
+    for def in FUNCS {
+        m.insert(def);
     }
 }
 

@@ -487,38 +487,34 @@ fn unix_epoch(_: &Env, a: &[Value]) -> FuncResult {
     Ok(Value::string(time_arg(&a[0])?.secs.to_string()))
 }
 
-pub fn register(m: &mut FuncMap) {
+/// Registered by [`register`]: the function table holds `&'static`
+/// entries, so these are a constant like the other tables.
+const FUNCS: &[FuncDef] = {
     use Param::{Any, Str};
-    let defs: [(
-        &'static str,
-        &'static [Param],
-        crate::engine::funcs::FuncImpl,
-    ); 16] = [
-        ("now", &[], now),
-        ("date", &[Str, Any], date),
-        ("dateInZone", &[Str, Any, Str], date_in_zone),
-        ("date_in_zone", &[Str, Any, Str], date_in_zone),
-        ("htmlDate", &[Any], html_date),
-        ("htmlDateInZone", &[Any, Str], html_date_in_zone),
+    &[
+        super::def("now", &[], now),
+        super::def("date", &[Str, Any], date),
+        super::def("dateInZone", &[Str, Any, Str], date_in_zone),
+        super::def("date_in_zone", &[Str, Any, Str], date_in_zone),
+        super::def("htmlDate", &[Any], html_date),
+        super::def("htmlDateInZone", &[Any, Str], html_date_in_zone),
         // Go declares the second parameter `time.Time`; checked in the impl.
-        ("dateModify", &[Str, Any], date_modify),
-        ("date_modify", &[Str, Any], date_modify),
-        ("mustDateModify", &[Str, Any], must_date_modify),
-        ("must_date_modify", &[Str, Any], must_date_modify),
-        ("ago", &[Any], ago),
-        ("duration", &[Any], duration),
-        ("durationRound", &[Any], duration_round_fn),
-        ("toDate", &[Str, Str], to_date),
-        ("mustToDate", &[Str, Str], must_to_date),
-        ("unixEpoch", &[Any], unix_epoch),
-    ];
-    for (name, params, imp) in defs {
-        m.insert(FuncDef {
-            name,
-            params,
-            variadic: None,
-            imp,
-        });
+        super::def("dateModify", &[Str, Any], date_modify),
+        super::def("date_modify", &[Str, Any], date_modify),
+        super::def("mustDateModify", &[Str, Any], must_date_modify),
+        super::def("must_date_modify", &[Str, Any], must_date_modify),
+        super::def("ago", &[Any], ago),
+        super::def("duration", &[Any], duration),
+        super::def("durationRound", &[Any], duration_round_fn),
+        super::def("toDate", &[Str, Str], to_date),
+        super::def("mustToDate", &[Str, Str], must_to_date),
+        super::def("unixEpoch", &[Any], unix_epoch),
+    ]
+};
+
+pub fn register(m: &mut FuncMap) {
+    for def in FUNCS {
+        m.insert(def);
     }
 }
 

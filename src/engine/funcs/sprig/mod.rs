@@ -41,7 +41,7 @@ pub fn register(m: &mut FuncMap) {
         url::FUNCS,
     ] {
         for def in table {
-            m.insert(*def);
+            m.insert(def);
         }
     }
     crypto::register(m);

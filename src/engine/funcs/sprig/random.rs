@@ -105,29 +105,25 @@ fn uuidv4(env: &Env, _: &[Value]) -> FuncResult {
     ))
 }
 
-pub fn register(m: &mut FuncMap) {
+/// Registered by [`register`]: the function table holds `&'static`
+/// entries, so these are a constant like the other tables.
+const FUNCS: &[FuncDef] = {
     use Param::{Int, Str};
-    let defs: [(
-        &'static str,
-        &'static [Param],
-        crate::engine::funcs::FuncImpl,
-    ); 8] = [
-        ("randAlphaNum", &[Int], rand_alpha_num),
-        ("randAlpha", &[Int], rand_alpha),
-        ("randNumeric", &[Int], rand_numeric),
-        ("randAscii", &[Int], rand_ascii),
-        ("randInt", &[Int, Int], rand_int),
-        ("shuffle", &[Str], shuffle),
-        ("uuidv4", &[], uuidv4),
-        ("randBytes", &[Int], rand_bytes),
-    ];
-    for (name, params, imp) in defs {
-        m.insert(FuncDef {
-            name,
-            params,
-            variadic: None,
-            imp,
-        });
+    &[
+        super::def("randAlphaNum", &[Int], rand_alpha_num),
+        super::def("randAlpha", &[Int], rand_alpha),
+        super::def("randNumeric", &[Int], rand_numeric),
+        super::def("randAscii", &[Int], rand_ascii),
+        super::def("randInt", &[Int, Int], rand_int),
+        super::def("shuffle", &[Str], shuffle),
+        super::def("uuidv4", &[], uuidv4),
+        super::def("randBytes", &[Int], rand_bytes),
+    ]
+};
+
+pub fn register(m: &mut FuncMap) {
+    for def in FUNCS {
+        m.insert(def);
     }
 }
 
