@@ -40,6 +40,13 @@ pub struct Tree {
     pub root: Box<[Node]>,
 }
 
+impl Tree {
+    /// Go's `IsEmptyTree` of the root.
+    pub fn is_empty(&self) -> bool {
+        is_empty_tree(&self.root, &self.src.text)
+    }
+}
+
 /// What an identifier in command position calls.
 #[derive(Clone, Copy)]
 pub enum Callee {
@@ -59,7 +66,11 @@ pub enum Callee {
 /// for 120 KB of templates with growable `Vec`s and inline branches), and
 /// every page of it is a page fault.
 pub enum Node {
-    Text(Box<str>),
+    /// `src.text[start..end]` of the tree's source: text is not copied.
+    Text {
+        start: usize,
+        end: usize,
+    },
     Action(Pipe),
     If(Box<Branch>),
     Range(Box<Branch>),
@@ -234,26 +245,44 @@ impl fmt::Display for Pipe {
     }
 }
 
-pub fn write_list(f: &mut fmt::Formatter<'_>, list: &[Node]) -> fmt::Result {
+fn write_list(f: &mut fmt::Formatter<'_>, list: &[Node], text: &[u8]) -> fmt::Result {
     for n in list {
-        write!(f, "{n}")?;
+        write!(f, "{}", n.display(text))?;
     }
     Ok(())
 }
 
-impl fmt::Display for Node {
+/// A node printed as Go's `Node.String()`; `text` is its tree's source.
+pub struct NodeDisplay<'a> {
+    node: &'a Node,
+    text: &'a [u8],
+}
+
+impl Node {
+    pub fn display<'a>(&'a self, text: &'a [u8]) -> NodeDisplay<'a> {
+        NodeDisplay { node: self, text }
+    }
+}
+
+/// The source bytes of a text node (valid UTF-8: they were parsed as `str`).
+pub fn text_of(text: &[u8], start: usize, end: usize) -> &str {
+    std::str::from_utf8(text.get(start..end).unwrap_or_default()).unwrap_or_default()
+}
+
+impl fmt::Display for NodeDisplay<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = self.text;
         let branch = |f: &mut fmt::Formatter<'_>, name: &str, b: &Branch| -> fmt::Result {
             write!(f, "{{{{{name} {}}}}}", b.pipe)?;
-            write_list(f, &b.list)?;
+            write_list(f, &b.list, text)?;
             if let Some(e) = &b.else_list {
                 f.write_str("{{else}}")?;
-                write_list(f, e)?;
+                write_list(f, e, text)?;
             }
             f.write_str("{{end}}")
         };
-        match self {
-            Node::Text(t) => f.write_str(t),
+        match self.node {
+            Node::Text { start, end } => f.write_str(text_of(text, *start, *end)),
             Node::Action(p) => write!(f, "{{{{{p}}}}}"),
             Node::If(b) => branch(f, "if", b),
             Node::Range(b) => branch(f, "range", b),
@@ -272,9 +301,11 @@ impl fmt::Display for Node {
 }
 
 /// Go's `IsEmptyTree`: only whitespace text and comments.
-pub fn is_empty_tree(list: &[Node]) -> bool {
+pub fn is_empty_tree(list: &[Node], text: &[u8]) -> bool {
     list.iter().all(|n| match n {
-        Node::Text(t) => t.trim_matches(|c: char| c.is_whitespace()).is_empty(),
+        Node::Text { start, end } => text_of(text, *start, *end)
+            .trim_matches(|c: char| c.is_whitespace())
+            .is_empty(),
         _ => false,
     })
 }

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use super::ast::{Arg, Branch, Callee, Command, Node, Pipe, Source, Tree, is_empty_tree};
+use super::ast::{Arg, Branch, Callee, Command, Node, Pipe, Source, Tree};
 use super::error::{Error, ErrorData, ErrorKind};
 use super::funcs::{Env, FuncMap, Param};
 use super::gofmt;
@@ -165,7 +165,7 @@ impl Templates {
 /// Go's `associate`: an empty (whitespace-only) definition never replaces
 /// an existing one; anything else replaces it.
 fn associate(map: &mut TreeMap, t: Rc<Tree>) {
-    if is_empty_tree(&t.root) && map.contains_key(&t.name) {
+    if t.is_empty() && map.contains_key(&t.name) {
         return;
     }
     map.insert(t.name.clone(), t);
@@ -285,17 +285,18 @@ impl Cur<'_> {
                 Node::Action(p) => p.pos,
                 Node::If(b) | Node::Range(b) | Node::With(b) => b.pos,
                 Node::Template { pos, .. } | Node::Break(pos) | Node::Continue(pos) => *pos,
-                Node::Text(_) => 0,
+                Node::Text { .. } => 0,
             },
             Cur::Pipe(p) => p.pos,
             Cur::Cmd(c) => c.pos,
             Cur::Arg(a) => a.pos(),
         }
     }
-    fn string(&self) -> String {
+    /// Go's `String()` of the node; `text` is the source of its tree.
+    fn string(&self, text: &[u8]) -> String {
         match self {
             Cur::None => String::new(),
-            Cur::Node(n) => n.to_string(),
+            Cur::Node(n) => n.display(text).to_string(),
             Cur::Pipe(p) => p.to_string(),
             Cur::Cmd(c) => c.to_string(),
             Cur::Arg(a) => a.to_string(),
@@ -334,7 +335,7 @@ impl<'a, 't> State<'a, 't> {
 
     fn make_err(&self, msg: String, inner: Option<(&str, &str)>) -> Error {
         let (line, col) = self.src.line_col(self.cur.pos());
-        let node = self.cur.string();
+        let node = self.cur.string(&self.src.text);
         let message = if matches!(self.cur, Cur::None) {
             format!("template: {}: {}", self.name, msg)
         } else {
@@ -396,7 +397,9 @@ impl<'a, 't> State<'a, 't> {
     fn walk(&mut self, dot: &V, node: &'t Node, out: &mut Vec<u8>) -> R<()> {
         self.at(Cur::Node(node));
         match node {
-            Node::Text(t) => out.extend_from_slice(t.as_bytes()),
+            Node::Text { start, end } => {
+                out.extend_from_slice(self.src.text.get(*start..*end).unwrap_or_default())
+            }
             Node::Action(pipe) => {
                 // Variables declared here persist until the enclosing end.
                 let val = self.eval_pipeline(dot, pipe)?;
@@ -937,7 +940,7 @@ impl<'a, 't> State<'a, 't> {
                 main = Some(t.clone());
             }
             match self.ns.lookup(&t.name) {
-                Some(_) if is_empty_tree(&t.root) => {}
+                Some(_) if t.is_empty() => {}
                 _ => {
                     local.insert(t.name.clone(), t.clone());
                 }

@@ -218,11 +218,11 @@ impl<'a> Parser<'a, '_> {
     /// Go's `Tree.add` on the shared treeSet of this `Parse` call.
     fn add(&mut self, name: Arc<str>, root: Box<[Node]>) -> PResult<()> {
         if let Some(i) = self.trees.iter().position(|t| t.name == name) {
-            if is_empty_tree(&self.trees[i].root) {
+            if self.trees[i].is_empty() {
                 self.trees[i].root = root;
                 return Ok(());
             }
-            if !is_empty_tree(&root) {
+            if !is_empty_tree(&root, &self.src.text) {
                 return Err(self.errorf(format!(
                     "template: multiple definition of template {}",
                     quote(&name)
@@ -315,7 +315,10 @@ impl<'a> Parser<'a, '_> {
     fn text_or_action(&mut self) -> PResult<Parsed> {
         let token = self.next_non_space();
         match token.typ {
-            ItemType::Text => Ok(Parsed::Node(Node::Text(token.val.into()))),
+            ItemType::Text => Ok(Parsed::Node(Node::Text {
+                start: token.pos,
+                end: token.pos + token.val.len(),
+            })),
             ItemType::LeftDelim => {
                 self.action_line = token.line;
                 let r = self.action();
@@ -1167,7 +1170,11 @@ mod tests {
         )
         .ok()
         .unwrap_or_default();
-        let s: String = trees[0].root.iter().map(|n| n.to_string()).collect();
+        let s: String = trees[0]
+            .root
+            .iter()
+            .map(|n| n.display(&trees[0].src.text).to_string())
+            .collect();
         assert_eq!(s, "{{$x := 1}}{{(.a).b | printf \"%s\" $x.y}}");
     }
 
@@ -1181,7 +1188,10 @@ mod tests {
                     format!(
                         "{}=[{}]",
                         t.name,
-                        t.root.iter().map(|n| n.to_string()).collect::<String>()
+                        t.root
+                            .iter()
+                            .map(|n| n.display(&t.src.text).to_string())
+                            .collect::<String>()
                     )
                 })
                 .collect::<Vec<_>>()
