@@ -60,6 +60,19 @@ pub enum Callee {
     Tpl,
 }
 
+impl Callee {
+    /// The identifier that names it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Callee::Func(d) => d.name,
+            Callee::And => "and",
+            Callee::Or => "or",
+            Callee::Include => "include",
+            Callee::Tpl => "tpl",
+        }
+    }
+}
+
 /// Lists of nodes, commands, arguments and names are boxed slices of
 /// exactly their length, and the rarer large variants are boxed: parse
 /// trees are most of the memory a render allocates (ingress-nginx: ~1.2 MB
@@ -126,9 +139,9 @@ pub enum Arg {
         node: Box<Arg>,
         fields: Box<[Arc<str>]>,
     },
+    /// A function name; its spelling is the callee's.
     Ident {
         pos: usize,
-        name: Arc<str>,
         callee: Callee,
     },
     Pipe(Box<Pipe>),
@@ -196,7 +209,7 @@ impl fmt::Display for Arg {
                 }
                 Ok(())
             }
-            Arg::Ident { name, .. } => f.write_str(name),
+            Arg::Ident { callee, .. } => f.write_str(callee.name()),
             Arg::Pipe(p) => write!(f, "{p}"),
             Arg::Var { idents, .. } => write_idents(f, idents),
             Arg::Dot(_) => f.write_str("."),

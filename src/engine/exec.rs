@@ -318,9 +318,9 @@ struct State<'a, 't> {
 }
 
 /// Where `evalCall` got its function from.
-enum Fun {
-    Callee(Callee, Arc<str>),
-    Method(super::value::Method, Arc<str>),
+enum Fun<'t> {
+    Callee(Callee),
+    Method(super::value::Method, &'t str),
 }
 
 impl<'a, 't> State<'a, 't> {
@@ -608,16 +608,10 @@ impl<'a, 't> State<'a, 't> {
                 return self.eval_field_chain(dot, dot.clone(), first, idents, &cmd.args, fin);
             }
             Arg::Chain { .. } => return self.eval_chain(dot, first, &cmd.args, fin),
-            Arg::Ident { name, callee, .. } => {
+            Arg::Ident { callee, .. } => {
                 self.at(Cur::Arg(first));
                 return self
-                    .eval_call(
-                        dot,
-                        Fun::Callee(*callee, name.clone()),
-                        Cur::Cmd(cmd),
-                        &cmd.args,
-                        fin,
-                    )
+                    .eval_call(dot, Fun::Callee(*callee), Cur::Cmd(cmd), &cmd.args, fin)
                     .map(V::val);
             }
             Arg::Pipe(p) => {
@@ -748,7 +742,7 @@ impl<'a, 't> State<'a, 't> {
             }
             Value::Object(o) => match o.member(name) {
                 Some(Member::Method(m)) => self
-                    .eval_call(dot, Fun::Method(m, name.clone()), Cur::Arg(node), args, fin)
+                    .eval_call(dot, Fun::Method(m, name), Cur::Arg(node), args, fin)
                     .map(V::val),
                 Some(Member::Field(v)) => {
                     if has_args {
@@ -784,15 +778,15 @@ impl<'a, 't> State<'a, 't> {
         // The signature: Helm's include/tpl are `(string, interface{})`; a
         // method's parameters are unknown here, so its arguments go in as
         // `interface {}` values.
-        let (name_owned, params, variadic): (Arc<str>, &[Param], Option<Param>) = match &fun {
-            Fun::Callee(Callee::Func(d), n) => (n.clone(), d.params, d.variadic),
-            Fun::Callee(Callee::And | Callee::Or, n) => {
-                (n.clone(), &[Param::Any], Some(Param::Any))
+        let (name_owned, params, variadic): (&str, &[Param], Option<Param>) = match &fun {
+            Fun::Callee(c @ Callee::Func(d)) => (c.name(), d.params, d.variadic),
+            Fun::Callee(c @ (Callee::And | Callee::Or)) => {
+                (c.name(), &[Param::Any], Some(Param::Any))
             }
-            Fun::Callee(Callee::Include | Callee::Tpl, n) => {
-                (n.clone(), &[Param::Str, Param::Any], None)
+            Fun::Callee(c @ (Callee::Include | Callee::Tpl)) => {
+                (c.name(), &[Param::Str, Param::Any], None)
             }
-            Fun::Method(_, n) => (n.clone(), &[], Some(Param::Any)),
+            Fun::Method(_, n) => (n, &[], Some(Param::Any)),
         };
         let num_fixed = if variadic.is_some() {
             params.len()
@@ -815,7 +809,7 @@ impl<'a, 't> State<'a, 't> {
         }
 
         // and/or short-circuit (Go 1.18+): return the deciding operand.
-        if let Fun::Callee(c @ (Callee::And | Callee::Or), _) = fun {
+        if let Fun::Callee(c @ (Callee::And | Callee::Or)) = fun {
             let is_or = matches!(c, Callee::Or);
             let mut v = Value::Nil;
             for a in args {
@@ -853,11 +847,11 @@ impl<'a, 't> State<'a, 't> {
         }
 
         let result = match fun {
-            Fun::Callee(Callee::Func(d), _) => (d.imp)(self.env, &argv).map_err(|m| (m, None)),
+            Fun::Callee(Callee::Func(d)) => (d.imp)(self.env, &argv).map_err(|m| (m, None)),
             Fun::Method(m, _) => m(&argv).map_err(|m| (m, None)),
-            Fun::Callee(Callee::Include, _) => self.include(&argv),
-            Fun::Callee(Callee::Tpl, _) => self.tpl(&argv),
-            Fun::Callee(Callee::And | Callee::Or, _) => Ok(Value::Nil),
+            Fun::Callee(Callee::Include) => self.include(&argv),
+            Fun::Callee(Callee::Tpl) => self.tpl(&argv),
+            Fun::Callee(Callee::And | Callee::Or) => Ok(Value::Nil),
         };
         match result {
             Ok(v) => Ok(v),
@@ -1006,10 +1000,10 @@ impl<'a, 't> State<'a, 't> {
                 let v = self.eval_pipeline(dot, pipe)?;
                 return self.validate_type(V::val(v), p);
             }
-            Arg::Ident { name, callee, .. } => {
+            Arg::Ident { callee, .. } => {
                 let v = self.eval_call(
                     dot,
-                    Fun::Callee(*callee, name.clone()),
+                    Fun::Callee(*callee),
                     Cur::Arg(n),
                     std::slice::from_ref(n),
                     None,

@@ -5,6 +5,7 @@
 //! Go, because parse errors are user-visible (`template: NAME:LINE: MSG`)
 //! and Helm rewrites them by splitting on `": "`.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::ast::{Arg, Branch, Callee, Command, Node, Number, Pipe, Source, Tree, is_empty_tree};
@@ -57,6 +58,7 @@ pub fn parse_kept(
         cmds: Vec::new(),
         args: Vec::new(),
         names: Vec::new(),
+        interned: HashMap::new(),
     };
     let root = p.parse_top()?;
     p.add(Arc::from(name), root)?;
@@ -114,6 +116,9 @@ struct Parser<'a, 'f> {
     cmds: Vec<Command>,
     args: Vec<Arg>,
     names: Vec<Arc<str>>,
+    /// One shared string per distinct field or variable name of the text
+    /// (`.Values`, `.Release` and the like recur all through a chart).
+    interned: HashMap<&'a str, Arc<str>>,
 }
 
 /// Move `stack[mark..]` into a boxed slice of exactly that length.
@@ -128,6 +133,12 @@ enum End {
 }
 
 impl<'a> Parser<'a, '_> {
+    fn intern(&mut self, name: &'a str) -> Arc<str> {
+        self.interned
+            .entry(name)
+            .or_insert_with(|| Arc::from(name))
+            .clone()
+    }
     fn lex_next(&mut self) -> Item<'a> {
         let it = match self.items.get(self.next_item) {
             Some(it) => {
@@ -402,12 +413,12 @@ impl<'a> Parser<'a, '_> {
             if next.typ == ItemType::Assign || next.typ == ItemType::Declare {
                 is_assign = next.typ == ItemType::Assign;
                 self.next_non_space();
-                let name: Arc<str> = Arc::from(v.val);
+                let name = self.intern(v.val);
                 self.names.push(name.clone());
                 self.vars.push(name);
             } else if next.typ == ItemType::Char && next.val == "," {
                 self.next_non_space();
-                let name: Arc<str> = Arc::from(v.val);
+                let name = self.intern(v.val);
                 self.names.push(name.clone());
                 self.vars.push(name);
                 if context == "range" && self.names.len() - names < 2 {
@@ -630,7 +641,8 @@ impl<'a> Parser<'a, '_> {
             let mark = self.names.len();
             while self.peek().typ == ItemType::Field {
                 let f = self.next();
-                self.names.push(Arc::from(&f.val[1..]));
+                let name = self.intern(&f.val[1..]);
+                self.names.push(name);
             }
             return Ok(Some(Arg::Chain {
                 pos,
@@ -644,15 +656,17 @@ impl<'a> Parser<'a, '_> {
     /// A field or variable with the fields that follow it: Go's `term`
     /// returns the first and `operand` extends it with the rest, the node
     /// then taking the position of the first added field.
-    fn field_run(&mut self, mut pos: usize, first: &str, field: bool) -> Arg {
+    fn field_run(&mut self, mut pos: usize, first: &'a str, field: bool) -> Arg {
         let mark = self.names.len();
-        self.names.push(Arc::from(first));
+        let first = self.intern(first);
+        self.names.push(first);
         if self.peek().typ == ItemType::Field {
             pos = self.peek().pos;
         }
         while self.peek().typ == ItemType::Field {
             let f = self.next();
-            self.names.push(Arc::from(&f.val[1..]));
+            let name = self.intern(&f.val[1..]);
+            self.names.push(name);
         }
         let idents = take(&mut self.names, mark);
         if field {
@@ -671,7 +685,6 @@ impl<'a> Parser<'a, '_> {
                 };
                 Arg::Ident {
                     pos: token.pos,
-                    name: Arc::from(token.val),
                     callee,
                 }
             }
