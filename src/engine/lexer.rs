@@ -73,7 +73,6 @@ pub struct Item<'a> {
     pub typ: ItemType,
     pub pos: usize,
     pub val: &'a str,
-    pub line: usize,
     pub msg: Option<std::rc::Rc<str>>,
 }
 
@@ -132,19 +131,6 @@ fn is_alnum(r: Option<char>) -> bool {
     }
 }
 
-/// Newlines in `s`. Line numbers are needed for every item, so this runs
-/// between every two tokens, over every byte of every template: inside
-/// actions the gaps are a few bytes, where a plain count is cheapest; text
-/// between actions is long, where memchr's SIMD count wins.
-fn count_newlines(s: &str) -> usize {
-    let b = s.as_bytes();
-    if b.len() < 64 {
-        b.iter().filter(|&&c| c == b'\n').count()
-    } else {
-        memchr::memchr_iter(b'\n', b).count()
-    }
-}
-
 /// Offset of the first `{{` in `s`: `memchr` for the brace, then a check of
 /// the next byte (much cheaper than `str::find`'s two-way searcher set up
 /// for every run of text).
@@ -189,9 +175,6 @@ pub struct Lexer<'a> {
     break_ok: bool,
     continue_ok: bool,
     items: Vec<Item<'a>>,
-    // Incremental line counting: items are produced in increasing position.
-    line_pos: usize,
-    line: usize,
 }
 
 enum State {
@@ -215,8 +198,6 @@ pub fn lex(input: &str, break_ok: bool, continue_ok: bool) -> Vec<Item<'_>> {
         // About one item per 12 bytes of template text in real charts;
         // reserving avoids most of the growth copies.
         items: Vec::with_capacity(input.len() / 12 + 4),
-        line_pos: 0,
-        line: 1,
     };
     let mut state = State::Text;
     loop {
@@ -233,15 +214,6 @@ pub fn lex(input: &str, break_ok: bool, continue_ok: bool) -> Vec<Item<'_>> {
 }
 
 impl<'a> Lexer<'a> {
-    fn line_at(&mut self, pos: usize) -> usize {
-        if pos >= self.line_pos {
-            self.line += count_newlines(&self.input[self.line_pos..pos]);
-        } else {
-            self.line -= count_newlines(&self.input[pos..self.line_pos]);
-        }
-        self.line_pos = pos;
-        self.line
-    }
     fn rest(&self) -> &'a str {
         &self.input[self.pos..]
     }
@@ -268,12 +240,10 @@ impl<'a> Lexer<'a> {
         }
     }
     fn push(&mut self, typ: ItemType, start: usize, end: usize) {
-        let line = self.line_at(start);
         self.items.push(Item {
             typ,
             pos: start,
             val: &self.input[start..end],
-            line,
             msg: None,
         });
     }
@@ -285,12 +255,10 @@ impl<'a> Lexer<'a> {
         self.start = self.pos;
     }
     fn errorf(&mut self, msg: String) -> State {
-        let line = self.line_at(self.start);
         self.items.push(Item {
             typ: ItemType::Error,
             pos: self.start,
             val: "",
-            line,
             msg: Some(msg.into()),
         });
         State::Done

@@ -39,7 +39,6 @@ pub fn parse_kept(
         typ: ItemType::Eof,
         pos: 0,
         val: "",
-        line: 1,
         msg: None,
     });
     let mut p = Parser {
@@ -47,10 +46,10 @@ pub fn parse_kept(
         next_item: 0,
         token: [dummy.clone(), dummy.clone(), dummy],
         peek_count: 0,
-        last_line: 1,
+        last_pos: 0,
         vars: vec![Arc::from("$")],
         range_depth: 0,
-        action_line: 0,
+        action_pos: None,
         funcs,
         src: src.clone(),
         trees: Vec::new(),
@@ -99,12 +98,15 @@ struct Parser<'a, 'f> {
     next_item: usize,
     token: [Item<'a>; 3],
     peek_count: usize,
-    /// Line of the item most recently taken from the lexer (Go's
-    /// `t.token[0].line` at the time of an error).
-    last_line: usize,
+    /// Position of the item most recently taken from the lexer, whose line
+    /// (Go's `t.token[0].line`) an error reports. Items carry no line: Go's
+    /// item line is always that of the item's start, so it is counted
+    /// from the text only when an error needs it.
+    last_pos: usize,
     vars: Vec<Arc<str>>,
     range_depth: usize,
-    action_line: usize,
+    /// Where the action being parsed opened (Go's `actionLine`, as a position).
+    action_pos: Option<usize>,
     funcs: &'f FuncMap,
     src: Arc<Source>,
     trees: Vec<Tree>,
@@ -149,11 +151,10 @@ impl<'a> Parser<'a, '_> {
                 typ: ItemType::Eof,
                 pos: 0,
                 val: "",
-                line: 1,
                 msg: None,
             }),
         };
-        self.last_line = it.line;
+        self.last_pos = it.pos;
         it
     }
     fn next(&mut self) -> Item<'a> {
@@ -199,7 +200,10 @@ impl<'a> Parser<'a, '_> {
     }
 
     fn errorf(&self, msg: String) -> Error {
-        Error::parse(&self.src.name, self.last_line, msg)
+        Error::parse(&self.src.name, self.line_of(self.last_pos), msg)
+    }
+    fn line_of(&self, pos: usize) -> usize {
+        self.src.line_col(pos).0
     }
     fn expect(&mut self, expected: ItemType, context: &str) -> PResult<Item<'a>> {
         let t = self.next_non_space();
@@ -211,11 +215,9 @@ impl<'a> Parser<'a, '_> {
     fn unexpected(&self, token: &Item<'_>, context: &str) -> Error {
         if token.typ == ItemType::Error {
             let mut extra = String::new();
-            if self.action_line != 0 && self.action_line != token.line {
-                extra = format!(
-                    " in action started at {}:{}",
-                    self.src.name, self.action_line
-                );
+            let action_line = self.action_pos.map(|p| self.line_of(p));
+            if let Some(action_line) = action_line.filter(|l| *l != self.line_of(token.pos)) {
+                extra = format!(" in action started at {}:{}", self.src.name, action_line);
                 let msg = token.msg.as_deref().unwrap_or("");
                 if msg.ends_with(" action") {
                     extra = extra[" in action".len()..].to_string();
@@ -274,11 +276,11 @@ impl<'a> Parser<'a, '_> {
     fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> PResult<T>) -> PResult<T> {
         let vars = std::mem::replace(&mut self.vars, vec![Arc::from("$")]);
         let rd = std::mem::replace(&mut self.range_depth, 0);
-        let al = std::mem::replace(&mut self.action_line, 0);
+        let al = self.action_pos.take();
         let r = f(self);
         self.vars = vars;
         self.range_depth = rd;
-        self.action_line = al;
+        self.action_pos = al;
         r
     }
 
@@ -331,9 +333,9 @@ impl<'a> Parser<'a, '_> {
                 end: token.pos + token.val.len(),
             })),
             ItemType::LeftDelim => {
-                self.action_line = token.line;
+                self.action_pos = Some(token.pos);
                 let r = self.action();
-                self.action_line = 0;
+                self.action_pos = None;
                 r
             }
             _ => Err(self.unexpected(&token, "input")),
