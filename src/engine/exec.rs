@@ -862,7 +862,7 @@ impl<'a, 't> State<'a, 't> {
                     format!("error calling {name_owned}: {msg}"),
                     Some(match &inner_fn {
                         Some((f, m)) => (f.as_str(), m.as_str()),
-                        None => (&name_owned, msg.as_str()),
+                        None => (name_owned, msg.as_str()),
                     }),
                 );
                 Err(Flow::Err(e))
