@@ -134,6 +134,34 @@ const MAX_THREADS: usize = 8;
 /// stack with `stacker`).
 const WORKER_STACK: usize = 8 * 1024 * 1024;
 
+/// Parse-tree bytes per byte of template source, generously (ingress-nginx:
+/// about 4), for [`reserve_arena`].
+const TREE_BYTES_PER_SOURCE_BYTE: usize = 6;
+
+/// Grow this thread's malloc arena by about `bytes` in a few steps.
+///
+/// glibc serves every thread but the main one from an arena of its own,
+/// which it grows by exactly the pages a request lacks, one `mprotect`
+/// call each (the main arena's `brk` growth is padded; thread arenas' is
+/// not), and each call interrupts the other cores the process runs on to
+/// flush their TLBs: a parsing thread made over a hundred such calls per
+/// render. Allocating the expected total in blocks under the mmap
+/// threshold and freeing it grows the arena once per block. The pages are
+/// not touched, so resident memory does not change, and glibc keeps them
+/// open for the arena's later growth. With another allocator this is one
+/// short-lived allocation per block and nothing else.
+fn reserve_arena(bytes: usize) {
+    // Under glibc's smallest mmap threshold (128 KiB), so the blocks come
+    // from the arena; at most 8 MB in all.
+    const BLOCK: usize = 120 << 10;
+    let blocks: Vec<Vec<u8>> = (0..bytes.div_ceil(BLOCK).min(68))
+        .map(|_| Vec::with_capacity(BLOCK))
+        .collect();
+    // Freed in allocation order, the blocks merge into one free chunk
+    // before the last one reaches the top (one trim, not one per block).
+    std::hint::black_box(&blocks);
+}
+
 /// Threads worth running on this machine (its cores, capped).
 pub(crate) fn cores() -> usize {
     // Asked once: the answer reads the CPU affinity and cgroup quota files.
@@ -247,18 +275,22 @@ impl ParsePool {
             return pool;
         }
         pool.push(files);
-        pool.spawn_workers(threads);
+        pool.spawn_workers(threads, bytes / (threads + 1));
         pool
     }
 
-    /// Start `n` more threads taking files from the queue. A thread that
-    /// cannot be started leaves its share to the others.
-    fn spawn_workers(&mut self, n: usize) {
+    /// Start `n` more threads taking files from the queue, each expecting
+    /// to parse about `share` bytes. A thread that cannot be started
+    /// leaves its share to the others.
+    fn spawn_workers(&mut self, n: usize, share: usize) {
         for _ in 0..n {
             let shared = self.shared.clone();
             let h = std::thread::Builder::new()
                 .stack_size(WORKER_STACK)
-                .spawn(move || shared.work());
+                .spawn(move || {
+                    reserve_arena(share.saturating_mul(TREE_BYTES_PER_SOURCE_BYTE));
+                    shared.work()
+                });
             if let Ok(h) = h {
                 self.workers.push(h);
             }
@@ -341,7 +373,10 @@ impl ParsePool {
         if cores > 1 && other_cost.min(bytes) >= MIN_PARALLEL_BYTES / 2 {
             threads = threads.max(1);
         }
-        self.spawn_workers(threads.saturating_sub(self.workers.len()));
+        self.spawn_workers(
+            threads.saturating_sub(self.workers.len()),
+            bytes / (threads + 1),
+        );
 
         let result = other();
         let mut parts = vec![self.shared.work()];
