@@ -6,14 +6,19 @@ COPY Cargo.toml Cargo.lock ./
 COPY build.rs ./
 COPY src ./src
 COPY tests ./tests
-RUN cargo build --release --locked --bin antiopa && strip target/release/antiopa
+COPY .cargo ./.cargo
+# Statically linked for the build host (see .cargo/config.toml): no dynamic loading at start-up.
+RUN host="$(rustc -vV | sed -n 's/^host: //p')" \
+ && cargo build --release --locked --bin antiopa --target "$host" \
+      --config "target.$host.rustflags=['-C','target-feature=+crt-static','-C','relocation-model=static']" \
+ && cp "target/$host/release/antiopa" /antiopa && strip /antiopa
 
 FROM debian:bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates bash jq \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 65532 --home-dir /nonexistent --shell /usr/sbin/nologin antiopa
-COPY --from=build /src/target/release/antiopa /usr/local/bin/antiopa
+COPY --from=build /antiopa /usr/local/bin/antiopa
 COPY modules /modules
 COPY global-hooks /global-hooks
 ENV MODULES_DIR=/modules GLOBAL_HOOKS_DIR=/global-hooks

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Regenerate tests/bench/hot-functions.txt (see build.rs) from callgrind runs.
 
-Usage, from the repository root, after `cargo build --release`:
+Usage, from the repository root, after `cargo static-release` (the build the
+benchmark measures):
 
     cd ../shared/corpus
     for c in ao-sysctl-tuner-201-cm bitnami-redis-replication ingress-nginx-default \
              kube-prometheus-stack-default grafana-default vault-ha argo-rollouts-default \
              dh-sds-node-configurator-ha bitnami-wordpress-features; do
       valgrind --tool=callgrind --demangle=no --callgrind-out-file=/tmp/hot.$c.cg \
-        ../../<repo>/target/release/antiopa template <args of $c from cases.tsv> >/dev/null
+        ../../<repo>/target/x86_64-unknown-linux-gnu/release/antiopa template <args of $c from cases.tsv> >/dev/null
     done
     python3 tests/bench/hot_functions.py /tmp/hot.*.cg > tests/bench/hot-functions.txt
 

@@ -1,8 +1,8 @@
 //! `cargo bench --bench render`: CPU time of `antiopa render --output-dir` over a generated tree of
 //! 50 modules, apart from the time its hooks take. The target (issue 3): under one second of CPU.
 //!
-//! It builds nothing: it runs `target/release/antiopa` (build it first with `cargo build
-//! --release`; `ANTIOPA_BIN` measures another binary). The tree is written to a temporary
+//! It builds nothing: it runs the release build (build it first with `cargo static-release` or
+//! `cargo build --release`; `ANTIOPA_BIN` measures another binary). The tree is written to a temporary
 //! directory: `BENCH_MODULES` modules (default 50), each a realistic small chart — a helpers file
 //! with `define`s, a Deployment (checksum annotation over the rendered ConfigMap, `toYaml`,
 //! `range`, `nindent`), a Service, a ConfigMap, a conditional Ingress, a ServiceAccount — with a
@@ -19,7 +19,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 
-use common::{antiopa_bin, repo_root};
 use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -431,10 +430,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument is not used.
-    let bin = antiopa_bin(&repo_root().join("target/release/antiopa").to_string_lossy());
+    let bin = common::release_bin();
     if !bin.exists() {
         eprintln!(
-            "{} not found: build it first with `cargo build --release` (or set ANTIOPA_BIN)",
+            "{} not found: build it first with `cargo static-release` or `cargo build --release` (or set ANTIOPA_BIN)",
             bin.display()
         );
         std::process::exit(1);

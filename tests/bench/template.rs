@@ -1,8 +1,8 @@
 //! `cargo bench --bench template`: wall time and peak memory of `antiopa template` against the
 //! real `helm template` on every `ok` case of the shared corpus.
 //!
-//! It builds nothing: it runs `target/release/antiopa` (build it first with `cargo build
-//! --release`) and the helm oracle (`$HELM`, else the path printed by
+//! It builds nothing: it runs the release build (build it first with `cargo static-release`, the
+//! statically linked build we ship, or `cargo build --release`) and the helm oracle (`$HELM`, else the path printed by
 //! `../shared/tools/install-helm.sh`), each `BENCH_RUNS` times (default 5) per case, with the same
 //! arguments and isolated HELM_* homes. Each run is two runs: one started directly and timed
 //! with a monotonic clock from spawn to exit, and one under GNU time (`/usr/bin/time -f %M`, the
@@ -112,13 +112,10 @@ fn find_helm() -> Result<PathBuf, String> {
 }
 
 fn main() {
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("target"));
-    let antiopa = common::antiopa_bin(&target_dir.join("release/antiopa").to_string_lossy());
+    let antiopa = common::release_bin();
     if !antiopa.is_file() {
         eprintln!(
-            "bench: {} is missing; build it first with `cargo build --release`",
+            "bench: {} is missing; build it first with `cargo static-release` or `cargo build --release`",
             antiopa.display()
         );
         std::process::exit(1);
