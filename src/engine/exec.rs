@@ -8,8 +8,8 @@
 //! `.a.b` on the latter fails with "nil pointer evaluating interface {}.b",
 //! on the former it yields nothing. [`V`] carries that bit next to the value.
 
+use foldhash::{HashMap, HashMapExt};
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 //! Go, because parse errors are user-visible (`template: NAME:LINE: MSG`)
 //! and Helm rewrites them by splitting on `": "`.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 use std::sync::Arc;
 
 use super::ast::{Arg, Branch, Callee, Command, Node, Number, Pipe, Source, Tree, is_empty_tree};

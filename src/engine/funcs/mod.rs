@@ -11,8 +11,8 @@
 pub mod builtins;
 pub mod sprig;
 
+use foldhash::HashMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 use super::value::Value;
 
