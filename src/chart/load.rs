@@ -891,7 +891,7 @@ mod tests {
             "Chart.yaml",
             "apiVersion: v2\nname: top\nversion: 0.1.0\n",
         );
-        let mut big = "# padding\n".repeat(2000);
+        let mut big = String::from("# padding\n".repeat(2000));
         big.push_str("a: 1\nlist: [x, y]\n");
         assert!(big.len() as u64 >= ValuesAhead::MIN_BYTES);
         write(d, "values.yaml", &big);
