@@ -140,52 +140,9 @@ fn load_dir_observed(dir: &Path, warn: Warn, observe: Observer) -> Result<Chart,
         rules = Rules::parse(&String::from_utf8_lossy(&text)).map_err(invalid)?;
     }
     rules.add_defaults();
-    let values = ValuesAhead::start(&top);
     let mut files = Vec::new();
     walk(&top, "", &rules, &mut files, warn)?;
-    load_files_ahead(files, warn, observe, values)
-}
-
-/// `values.yaml` parsed on another core while the chart's directory is
-/// walked (reading a few hundred files, mostly system-call time, leaves the
-/// other cores idle; a large values file takes about as long to parse).
-/// Only a head start: the walk still reads the file and decides whether
-/// the chart has one (`.helmignore`), and the result is used only if the
-/// bytes are the same and at the point where the file would have been
-/// parsed, so errors come in Helm's order.
-struct ValuesAhead {
-    bytes: Vec<u8>,
-    parse: std::thread::JoinHandle<Result<Yaml, LoadError>>,
-}
-
-impl ValuesAhead {
-    /// Values files below this are parsed in less time than a thread takes to start.
-    const MIN_BYTES: u64 = 16 * 1024;
-
-    fn start(top: &Path) -> Option<ValuesAhead> {
-        let path = top.join("values.yaml");
-        let meta = std::fs::metadata(&path).ok()?;
-        if !meta.is_file() || meta.len() < Self::MIN_BYTES || crate::chart::render::cores() < 2 {
-            return None;
-        }
-        let bytes = std::fs::read(&path).ok()?;
-        let text = bytes.clone();
-        let parse = std::thread::Builder::new()
-            // The loader recurses per nesting level; address space only.
-            .stack_size(256 << 20)
-            .spawn(move || {
-                crate::chart::render::reserve_arena(text.len() * 4);
-                load_yaml_doc(&text, "values.yaml", false)
-            })
-            .ok()?;
-        Some(ValuesAhead { bytes, parse })
-    }
-
-    /// The parse of `data`, if it is what was read ahead.
-    fn take(self, data: &[u8]) -> Option<Result<Yaml, LoadError>> {
-        let parsed = self.parse.join().ok()?;
-        (self.bytes == data).then_some(parsed)
-    }
+    load_files_observed(files, warn, observe)
 }
 
 fn walk(
@@ -577,15 +534,6 @@ fn load_files_observed(
     warn: Warn,
     observe: Observer,
 ) -> Result<Chart, LoadError> {
-    load_files_ahead(files, warn, observe, None)
-}
-
-fn load_files_ahead(
-    files: Vec<BufferedFile>,
-    warn: Warn,
-    observe: Observer,
-    values_ahead: Option<ValuesAhead>,
-) -> Result<Chart, LoadError> {
     let mut c = Chart::default();
     let mut have_metadata = false;
     let mut nulls = metadata::NullEntries::default();
@@ -693,8 +641,7 @@ fn load_files_ahead(
 
     observe(&c);
     if let Some(data) = values_file {
-        let ahead = values_ahead.and_then(|v| v.take(data.bytes()));
-        let doc = ahead.unwrap_or_else(|| load_yaml_doc(&data, "values.yaml", false))?;
+        let doc = load_yaml_doc(&data, "values.yaml", false)?;
         c.values = match doc {
             Yaml::Map(m) => m,
             Yaml::Null => Mapping::new(),
@@ -878,53 +825,6 @@ mod tests {
         let e = load_observed(d, &mut |_| {}, &mut |_| calls += 1).unwrap_err();
         assert!(e.to_string().starts_with("cannot load values.yaml"), "{e}");
         assert_eq!(calls, 1);
-    }
-
-    /// A values file big enough to be parsed while the directory is walked
-    /// loads, fails and is ignored exactly as a small one.
-    #[test]
-    fn large_values_file_read_ahead_as_when_read_in_turn() {
-        let t = tempfile::tempdir().unwrap();
-        let d = t.path();
-        write(
-            d,
-            "Chart.yaml",
-            "apiVersion: v2\nname: top\nversion: 0.1.0\n",
-        );
-        let mut big = String::from("# padding\n".repeat(2000));
-        big.push_str("a: 1\nlist: [x, y]\n");
-        assert!(big.len() as u64 >= ValuesAhead::MIN_BYTES);
-        write(d, "values.yaml", &big);
-        let c = load(d).unwrap();
-        assert_eq!(c.values.len(), 2);
-        assert_eq!(c.values.get("a"), Some(&Yaml::Float(1.0)));
-
-        // The values error comes where it did, after the observer and
-        // after any error of Chart.yaml.
-        big.push_str("b: [\n");
-        write(d, "values.yaml", &big);
-        let mut calls = 0;
-        let e = load_observed(d, &mut |_| {}, &mut |_| calls += 1).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            load_yaml_doc(big.as_bytes(), "values.yaml", false)
-                .unwrap_err()
-                .to_string()
-        );
-        assert_eq!(calls, 1);
-        write(d, "Chart.yaml", "apiVersion: [\n");
-        let e = load(d).unwrap_err();
-        assert!(e.to_string().starts_with("cannot load Chart.yaml"), "{e}");
-
-        // Ignored by .helmignore: no values at all.
-        write(
-            d,
-            "Chart.yaml",
-            "apiVersion: v2\nname: top\nversion: 0.1.0\n",
-        );
-        write(d, ".helmignore", "values.yaml\n");
-        let c = load(d).unwrap();
-        assert!(c.values.is_empty());
     }
 
     #[test]

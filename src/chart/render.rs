@@ -150,7 +150,7 @@ const TREE_BYTES_PER_SOURCE_BYTE: usize = 6;
 /// not touched, so resident memory does not change, and glibc keeps them
 /// open for the arena's later growth. With another allocator this is one
 /// short-lived allocation per block and nothing else.
-pub(crate) fn reserve_arena(bytes: usize) {
+fn reserve_arena(bytes: usize) {
     // Under glibc's smallest mmap threshold (128 KiB), so the blocks come
     // from the arena; at most 8 MB in all.
     const BLOCK: usize = 120 << 10;
