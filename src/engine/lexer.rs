@@ -66,22 +66,29 @@ impl ItemType {
     }
 }
 
-/// One token. `val` borrows from the input except for errors, whose message
-/// is in `msg`.
-#[derive(Clone, Debug)]
+/// One token: a slice of the input (plain data, copied freely by the
+/// parser's look-ahead). The message of the `Error` item, always the last,
+/// is [`Lexed::error`].
+#[derive(Clone, Copy, Debug)]
 pub struct Item<'a> {
     pub typ: ItemType,
     pub pos: usize,
     pub val: &'a str,
-    pub msg: Option<std::rc::Rc<str>>,
+}
+
+/// The items of a text, and the message of its `Error` item if it has one.
+pub struct Lexed<'a> {
+    pub items: Vec<Item<'a>>,
+    pub error: String,
 }
 
 impl Item<'_> {
-    /// Go's `item.String()`, used in "unexpected X in Y" messages.
-    pub fn describe(&self) -> String {
+    /// Go's `item.String()`, used in "unexpected X in Y" messages;
+    /// `error` is the lexer's message for an `Error` item.
+    pub fn describe(&self, error: &str) -> String {
         match self.typ {
             ItemType::Eof => "EOF".to_string(),
-            ItemType::Error => self.msg.as_deref().unwrap_or("").to_string(),
+            ItemType::Error => error.to_string(),
             t if t.is_keyword() => format!("<{}>", self.val),
             _ => {
                 if self.val.chars().count() > 10 {
@@ -175,6 +182,7 @@ pub struct Lexer<'a> {
     break_ok: bool,
     continue_ok: bool,
     items: Vec<Item<'a>>,
+    error: String,
 }
 
 enum State {
@@ -187,7 +195,7 @@ enum State {
 }
 
 /// Lex the whole input. The last item is `Eof` or `Error`.
-pub fn lex(input: &str, break_ok: bool, continue_ok: bool) -> Vec<Item<'_>> {
+pub fn lex(input: &str, break_ok: bool, continue_ok: bool) -> Lexed<'_> {
     let mut l = Lexer {
         input,
         pos: 0,
@@ -198,6 +206,7 @@ pub fn lex(input: &str, break_ok: bool, continue_ok: bool) -> Vec<Item<'_>> {
         // About one item per 12 bytes of template text in real charts;
         // reserving avoids most of the growth copies.
         items: Vec::with_capacity(input.len() / 12 + 4),
+        error: String::new(),
     };
     let mut state = State::Text;
     loop {
@@ -210,7 +219,10 @@ pub fn lex(input: &str, break_ok: bool, continue_ok: bool) -> Vec<Item<'_>> {
             State::Done => break,
         };
     }
-    l.items
+    Lexed {
+        items: l.items,
+        error: l.error,
+    }
 }
 
 impl<'a> Lexer<'a> {
@@ -244,7 +256,6 @@ impl<'a> Lexer<'a> {
             typ,
             pos: start,
             val: &self.input[start..end],
-            msg: None,
         });
     }
     fn emit(&mut self, typ: ItemType) {
@@ -259,8 +270,8 @@ impl<'a> Lexer<'a> {
             typ: ItemType::Error,
             pos: self.start,
             val: "",
-            msg: Some(msg.into()),
         });
+        self.error = msg;
         State::Done
     }
     fn accept(&mut self, valid: &str) -> bool {
@@ -465,32 +476,26 @@ impl<'a> Lexer<'a> {
     }
 
     fn lex_identifier(&mut self) -> State {
-        loop {
-            let r = self.next();
-            if is_alnum(r) {
-                continue;
-            }
-            self.backup(r);
-            let word = &self.input[self.start..self.pos];
-            if !self.at_terminator() {
-                return self.errorf(format!("bad character {}", go_sharp_u_opt(r)));
-            }
-            match keyword(word) {
-                Some(k) if k != ItemType::Dot => {
-                    if (k == ItemType::Break && !self.break_ok)
-                        || (k == ItemType::Continue && !self.continue_ok)
-                    {
-                        self.emit(ItemType::Identifier);
-                    } else {
-                        self.emit(k);
-                    }
-                }
-                _ if word.starts_with('.') => self.emit(ItemType::Field),
-                _ if word == "true" || word == "false" => self.emit(ItemType::Bool),
-                _ => self.emit(ItemType::Identifier),
-            }
-            return State::InsideAction;
+        let r = self.skip_alnum();
+        let word = &self.input[self.start..self.pos];
+        if !self.at_terminator() {
+            return self.errorf(format!("bad character {}", go_sharp_u_opt(r)));
         }
+        match keyword(word) {
+            Some(k) if k != ItemType::Dot => {
+                if (k == ItemType::Break && !self.break_ok)
+                    || (k == ItemType::Continue && !self.continue_ok)
+                {
+                    self.emit(ItemType::Identifier);
+                } else {
+                    self.emit(k);
+                }
+            }
+            _ if word.starts_with('.') => self.emit(ItemType::Field),
+            _ if word == "true" || word == "false" => self.emit(ItemType::Bool),
+            _ => self.emit(ItemType::Identifier),
+        }
+        State::InsideAction
     }
 
     fn lex_variable(&mut self) -> State {
@@ -510,19 +515,33 @@ impl<'a> Lexer<'a> {
             });
             return State::InsideAction;
         }
-        let mut r;
-        loop {
-            r = self.next();
-            if !is_alnum(r) {
-                self.backup(r);
-                break;
-            }
-        }
+        let r = self.skip_alnum();
         if !self.at_terminator() {
             return self.errorf(format!("bad character {}", go_sharp_u_opt(r)));
         }
         self.emit(typ);
         State::InsideAction
+    }
+
+    /// Move past a run of identifier characters; returns the rune after
+    /// it (not consumed). ASCII bytes, nearly every identifier, are taken
+    /// without decoding.
+    fn skip_alnum(&mut self) -> Option<char> {
+        let bytes = self.input.as_bytes();
+        while let Some(&b) = bytes.get(self.pos) {
+            if b == b'_' || b.is_ascii_alphanumeric() {
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+        loop {
+            let r = self.next();
+            if !is_alnum(r) {
+                self.backup(r);
+                return r;
+            }
+        }
     }
 
     fn at_terminator(&self) -> bool {
@@ -658,16 +677,17 @@ mod tests {
     use super::*;
 
     fn types(s: &str) -> Vec<(ItemType, String)> {
-        lex(s, true, true)
+        let lexed = lex(s, true, true);
+        lexed
+            .items
             .into_iter()
             .map(|i| {
-                (
-                    i.typ,
-                    i.msg
-                        .as_deref()
-                        .map(str::to_string)
-                        .unwrap_or_else(|| i.val.to_string()),
-                )
+                let text = if i.typ == ItemType::Error {
+                    lexed.error.clone()
+                } else {
+                    i.val.to_string()
+                };
+                (i.typ, text)
             })
             .collect()
     }

@@ -34,17 +34,17 @@ pub fn parse_kept(
     });
     let break_ok = !has_function(funcs, "break");
     let continue_ok = !has_function(funcs, "continue");
-    let items = lex(text, break_ok, continue_ok);
-    let dummy = items.last().cloned().unwrap_or(Item {
+    let lexed = lex(text, break_ok, continue_ok);
+    let dummy = lexed.items.last().copied().unwrap_or(Item {
         typ: ItemType::Eof,
         pos: 0,
         val: "",
-        msg: None,
     });
     let mut p = Parser {
-        items,
+        items: lexed.items,
+        lex_error: lexed.error,
         next_item: 0,
-        token: [dummy.clone(), dummy.clone(), dummy],
+        token: [dummy; 3],
         peek_count: 0,
         last_pos: 0,
         vars: vec![Arc::from("$")],
@@ -95,6 +95,8 @@ type PResult<T> = Result<T, Error>;
 
 struct Parser<'a, 'f> {
     items: Vec<Item<'a>>,
+    /// The message of the lexer's `Error` item (the last item).
+    lex_error: String,
     next_item: usize,
     token: [Item<'a>; 3],
     peek_count: usize,
@@ -145,13 +147,12 @@ impl<'a> Parser<'a, '_> {
         let it = match self.items.get(self.next_item) {
             Some(it) => {
                 self.next_item += 1;
-                it.clone()
+                *it
             }
-            None => self.items.last().cloned().unwrap_or(Item {
+            None => self.items.last().copied().unwrap_or(Item {
                 typ: ItemType::Eof,
                 pos: 0,
                 val: "",
-                msg: None,
             }),
         };
         self.last_pos = it.pos;
@@ -163,7 +164,7 @@ impl<'a> Parser<'a, '_> {
         } else {
             self.token[0] = self.lex_next();
         }
-        self.token[self.peek_count].clone()
+        self.token[self.peek_count]
     }
     fn backup(&mut self) {
         self.peek_count += 1;
@@ -179,11 +180,11 @@ impl<'a> Parser<'a, '_> {
     }
     fn peek(&mut self) -> Item<'a> {
         if self.peek_count > 0 {
-            return self.token[self.peek_count - 1].clone();
+            return self.token[self.peek_count - 1];
         }
         self.peek_count = 1;
         self.token[0] = self.lex_next();
-        self.token[0].clone()
+        self.token[0]
     }
     fn next_non_space(&mut self) -> Item<'a> {
         loop {
@@ -218,14 +219,18 @@ impl<'a> Parser<'a, '_> {
             let action_line = self.action_pos.map(|p| self.line_of(p));
             if let Some(action_line) = action_line.filter(|l| *l != self.line_of(token.pos)) {
                 extra = format!(" in action started at {}:{}", self.src.name, action_line);
-                let msg = token.msg.as_deref().unwrap_or("");
+                let msg = self.lex_error.as_str();
                 if msg.ends_with(" action") {
                     extra = extra[" in action".len()..].to_string();
                 }
             }
-            return self.errorf(format!("{}{}", token.describe(), extra));
+            return self.errorf(format!("{}{}", token.describe(&self.lex_error), extra));
         }
-        self.errorf(format!("unexpected {} in {}", token.describe(), context))
+        self.errorf(format!(
+            "unexpected {} in {}",
+            token.describe(&self.lex_error),
+            context
+        ))
     }
 
     /// Go's `Tree.add` on the shared treeSet of this `Parse` call.
