@@ -17,7 +17,7 @@ use base64::Engine;
 use hmac::{KeyInit, Mac};
 use rand::RngExt;
 
-use crate::engine::funcs::{Env, FuncDef, FuncMap, FuncResult, Param};
+use crate::engine::funcs::{Env, FuncDef, FuncResult, Param};
 use crate::engine::value::{Member, Object, Value};
 use x509::{PrivKey, Template};
 
@@ -487,9 +487,7 @@ fn decrypt_aes(_: &Env, a: &[Value]) -> FuncResult {
     ))
 }
 
-/// Registered by [`register`]: the function table holds `&'static`
-/// entries, so these are a constant like the other tables.
-const FUNCS: &[FuncDef] = {
+pub const FUNCS: &[FuncDef] = {
     use Param::{Any, Int, List, Str};
     &[
         super::def("genCA", &[Str, Int], gen_ca),
@@ -529,12 +527,6 @@ const FUNCS: &[FuncDef] = {
         super::def("decryptAES", &[Str, Str], decrypt_aes),
     ]
 };
-
-pub fn register(m: &mut FuncMap) {
-    for def in FUNCS {
-        m.insert(def);
-    }
-}
 
 #[cfg(test)]
 mod tests {

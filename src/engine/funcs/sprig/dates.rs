@@ -12,7 +12,7 @@ use std::rc::Rc;
 pub use gotime::{GoTime, Location};
 use gotime::{NANOS_PER_SEC, duration_round, duration_string, load_location, parse_duration};
 
-use crate::engine::funcs::{Env, FuncDef, FuncMap, FuncResult, Param};
+use crate::engine::funcs::{Env, FuncDef, FuncResult, Param};
 use crate::engine::value::{Member, Method, Object, Value};
 
 impl Object for GoTime {
@@ -487,9 +487,7 @@ fn unix_epoch(_: &Env, a: &[Value]) -> FuncResult {
     Ok(Value::string(time_arg(&a[0])?.secs.to_string()))
 }
 
-/// Registered by [`register`]: the function table holds `&'static`
-/// entries, so these are a constant like the other tables.
-const FUNCS: &[FuncDef] = {
+pub const FUNCS: &[FuncDef] = {
     use Param::{Any, Str};
     &[
         super::def("now", &[], now),
@@ -511,12 +509,6 @@ const FUNCS: &[FuncDef] = {
         super::def("unixEpoch", &[Any], unix_epoch),
     ]
 };
-
-pub fn register(m: &mut FuncMap) {
-    for def in FUNCS {
-        m.insert(def);
-    }
-}
 
 #[cfg(test)]
 mod tests {

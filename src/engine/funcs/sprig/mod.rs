@@ -39,14 +39,14 @@ pub fn register(m: &mut FuncMap) {
         regex::FUNCS,
         semver::FUNCS,
         url::FUNCS,
+        crypto::FUNCS,
+        dates::FUNCS,
+        random::FUNCS,
     ] {
         for def in table {
             m.insert(def);
         }
     }
-    crypto::register(m);
-    dates::register(m);
-    random::register(m);
 }
 
 /// A function with fixed parameters.

@@ -10,7 +10,7 @@
 
 use rand::RngExt;
 
-use crate::engine::funcs::{Env, FuncDef, FuncMap, FuncResult, Param};
+use crate::engine::funcs::{Env, FuncDef, FuncResult, Param};
 use crate::engine::value::Value;
 
 const DIGITS: &[u8] = b"0123456789";
@@ -105,9 +105,7 @@ fn uuidv4(env: &Env, _: &[Value]) -> FuncResult {
     ))
 }
 
-/// Registered by [`register`]: the function table holds `&'static`
-/// entries, so these are a constant like the other tables.
-const FUNCS: &[FuncDef] = {
+pub const FUNCS: &[FuncDef] = {
     use Param::{Int, Str};
     &[
         super::def("randAlphaNum", &[Int], rand_alpha_num),
@@ -120,12 +118,6 @@ const FUNCS: &[FuncDef] = {
         super::def("randBytes", &[Int], rand_bytes),
     ]
 };
-
-pub fn register(m: &mut FuncMap) {
-    for def in FUNCS {
-        m.insert(def);
-    }
-}
 
 #[cfg(test)]
 mod tests {
