@@ -778,7 +778,7 @@ impl<'a, 't> State<'a, 't> {
         // The signature: Helm's include/tpl are `(string, interface{})`; a
         // method's parameters are unknown here, so its arguments go in as
         // `interface {}` values.
-        let (name_owned, params, variadic): (&str, &[Param], Option<Param>) = match &fun {
+        let (fname, params, variadic): (&str, &[Param], Option<Param>) = match &fun {
             Fun::Callee(c @ Callee::Func(d)) => (c.name(), d.params, d.variadic),
             Fun::Callee(c @ (Callee::And | Callee::Or)) => {
                 (c.name(), &[Param::Any], Some(Param::Any))
@@ -796,14 +796,14 @@ impl<'a, 't> State<'a, 't> {
         if variadic.is_some() {
             if num_in < params.len() {
                 return Err(self.err(format!(
-                    "wrong number of args for {name_owned}: want at least {} got {}",
+                    "wrong number of args for {fname}: want at least {} got {}",
                     params.len(),
                     args.len()
                 )));
             }
         } else if num_in != params.len() {
             return Err(self.err(format!(
-                "wrong number of args for {name_owned}: want {} got {num_in}",
+                "wrong number of args for {fname}: want {} got {num_in}",
                 params.len()
             )));
         }
@@ -859,10 +859,10 @@ impl<'a, 't> State<'a, 't> {
                 self.at(node);
                 let inner_fn = inner.clone();
                 let e = self.make_err(
-                    format!("error calling {name_owned}: {msg}"),
+                    format!("error calling {fname}: {msg}"),
                     Some(match &inner_fn {
                         Some((f, m)) => (f.as_str(), m.as_str()),
-                        None => (name_owned, msg.as_str()),
+                        None => (fname, msg.as_str()),
                     }),
                 );
                 Err(Flow::Err(e))
