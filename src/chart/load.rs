@@ -718,6 +718,15 @@ mod tests {
         std::fs::write(p, text).unwrap();
     }
 
+    /// A minimal v2 `Chart.yaml` named `name` at `chart_dir`.
+    fn write_chart_yaml(chart_dir: &Path, name: &str) {
+        write(
+            chart_dir,
+            "Chart.yaml",
+            &format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n"),
+        );
+    }
+
     #[test]
     fn missing_path() {
         let e = load(Path::new("./nonexist")).unwrap_err();
@@ -732,11 +741,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(t.path()).unwrap();
         let d = root.join("c");
-        write(
-            &d,
-            "Chart.yaml",
-            "apiVersion: v2\nname: c\nversion: 0.1.0\n",
-        );
+        write_chart_yaml(&d, "c");
         write(&root, "ext/a.yaml", "kind: A\n");
         write(&root, "ext/sub/b.yaml", "kind: B\n");
         std::fs::create_dir(d.join("templates")).unwrap();
@@ -797,18 +802,10 @@ mod tests {
     fn observer_sees_templates_before_values() {
         let t = tempfile::tempdir().unwrap();
         let d = t.path();
-        write(
-            d,
-            "Chart.yaml",
-            "apiVersion: v2\nname: top\nversion: 0.1.0\n",
-        );
+        write_chart_yaml(d, "top");
         write(d, "values.yaml", "a: 1\n");
         write(d, "templates/a.yaml", "x");
-        write(
-            d,
-            "charts/sub/Chart.yaml",
-            "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
-        );
+        write_chart_yaml(&d.join("charts/sub"), "sub");
         write(d, "charts/sub/values.yaml", "b: 2\n");
         let mut seen = Vec::new();
         let c = load_observed(d, &mut |_| {}, &mut |c| {
@@ -841,11 +838,7 @@ mod tests {
         write(d, "files/a.txt", "x");
         write(d, "crds/c.yaml", "x");
         write(d, "crds/README.md", "x");
-        write(
-            d,
-            "charts/sub/Chart.yaml",
-            "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
-        );
+        write_chart_yaml(&d.join("charts/sub"), "sub");
         write(d, "charts/sub/templates/.hidden", "x");
         let c = load(d).unwrap();
         assert_eq!(c.metadata.version, "1");
