@@ -574,7 +574,7 @@ fn stub(_: &Env, _: &[Value]) -> FuncResult {
 /// Every template of the compatibility corpus parses (helm renders them
 /// all). Run with `ANTIOPA_CORPUS=/work/shared/corpus cargo test -- --ignored`.
 #[test]
-#[ignore = "needs the shared corpus (ANTIOPA_CORPUS); tests/corpus.rs covers it end to end"]
+#[ignore = "needs the shared corpus (ANTIOPA_CORPUS); tests/integration/corpus.rs covers it end to end"]
 fn corpus_templates_parse() {
     let Ok(root) = std::env::var("ANTIOPA_CORPUS") else {
         return;

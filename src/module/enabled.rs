@@ -9,7 +9,7 @@
 //!    enable their modules only there). addon-operator's HEAD static extender
 //!    reads only the directory-level file, so those examples would deploy
 //!    nothing; we keep the documented behaviour (see
-//!    `tests/ao_examples.rs`);
+//!    `tests/integration/ao_examples.rs`);
 //! 2. `DynamicallyEnabled`: global hooks' patches of `/<camelName>Enabled`
 //!    (the last operation wins; `remove` withdraws the opinion);
 //! 3. `KubeConfig`: config key `<camelName>Enabled`;

@@ -16,7 +16,7 @@
 //! (each run twice: `--config`, then the run) and `enabled` scripts. It prints the medians and
 //! whether antiopa's own CPU is under the target.
 
-#[path = "../common/mod.rs"]
+#[path = "../integration/common/mod.rs"]
 mod common;
 
 use nix::sys::wait::{Id, WaitPidFlag, waitid};

@@ -13,7 +13,7 @@
 //! antiopa ≥ 15× faster and ≤ ¼ of helm's memory. `BENCH_FILTER=substr` selects cases;
 //! `ANTIOPA_BIN` measures another binary instead of the release build.
 
-#[path = "../common/mod.rs"]
+#[path = "../integration/common/mod.rs"]
 mod common;
 
 use common::{CorpusCase, corpus_dir, isolate_env, read_corpus_cases, repo_root, run_with_timeout};
@@ -200,7 +200,7 @@ fn main() {
         );
         let (speed, mem) = (ht / at, am / hm);
         // Speed means little if the output is wrong: say whether antiopa matched helm's
-        // recorded output (nondeterministic cases are only compared by tests/corpus.rs).
+        // recorded output (nondeterministic cases are only compared by tests/integration/corpus.rs).
         let expected = std::fs::read(corpus.join("expected").join(format!("{}.yaml", case.name)));
         let output = match (&expected, samples[1].first()) {
             (_, _) if case.nondeterministic => "nondet",
