@@ -635,10 +635,26 @@ fn analyze(value: &str, v3_tabs: bool) -> Analysis {
     }
     let mut preceded_by_ws = true;
     let n = b.len();
-    let mut it = value.char_indices().peekable();
-    while let Some((i, c)) = it.next() {
+    let mut i = 0;
+    while i < n {
+        // After the first character, a run of ASCII bytes other than space,
+        // tab and the flow/block indicators only clears the flags about the
+        // previous character: skipped without decoding (most of a long
+        // scalar, such as a script in a ConfigMap, is such runs).
+        if i > 0 && is_inert_ascii(b[i]) {
+            while i < n && is_inert_ascii(b[i]) {
+                i += 1;
+            }
+            previous_space = false;
+            previous_break = false;
+            preceded_by_ws = false;
+            continue;
+        }
+        let Some(c) = value[i..].chars().next() else {
+            break;
+        };
         let w = c.len_utf8();
-        let next = it.peek().map(|p| p.1);
+        let next = value[i + w..].chars().next();
         let followed_by_ws = next.is_none_or(|d| d == ' ' || d == '\t');
         if i == 0 {
             match c {
@@ -711,6 +727,7 @@ fn analyze(value: &str, v3_tabs: bool) -> Analysis {
             previous_break = false;
         }
         preceded_by_ws = c == ' ' || c == '\t' || is_break(c) || c == '\0';
+        i += w;
     }
     let mut a = Analysis {
         json_unreadable,
@@ -762,6 +779,13 @@ fn is_printable(c: char) -> bool {
         || (0x20..=0x7e).contains(&v)
         || (0xa0..=0xd7ff).contains(&v)
         || ((0xe000..=0xfffd).contains(&v) && v != 0xfeff)
+}
+
+/// A printable ASCII byte that is not a space and plays no part in
+/// [`analyze`]'s indicator rules past a scalar's first character.
+fn is_inert_ascii(b: u8) -> bool {
+    (0x21..=0x7e).contains(&b)
+        && !matches!(b, b',' | b'?' | b'[' | b']' | b'{' | b'}' | b':' | b'#')
 }
 
 fn is_break(c: char) -> bool {

@@ -13,6 +13,7 @@
 //! patternProperties) the order is random in Go; here it is by key.
 
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 use regex::Regex;
 
@@ -62,14 +63,14 @@ pub struct Sub {
     pub exclusive_minimum: Option<Dec>,
     pub min_length: Option<i64>,
     pub max_length: Option<i64>,
-    pub pattern: Option<(String, Regex)>,
+    pub pattern: Option<(String, Rc<Regex>)>,
     pub format: String,
     pub min_properties: Option<i64>,
     pub max_properties: Option<i64>,
     pub required: Vec<String>,
     pub dependencies: Vec<(String, Dep)>,
     pub additional_properties: Extra,
-    pub pattern_properties: Vec<(Regex, usize)>,
+    pub pattern_properties: Vec<(Rc<Regex>, usize)>,
     pub property_names: Option<usize>,
     pub min_items: Option<i64>,
     pub max_items: Option<i64>,

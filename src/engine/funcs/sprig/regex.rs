@@ -15,6 +15,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use regex::Regex;
 
@@ -36,20 +37,20 @@ pub const FUNCS: &[FuncDef] = &[
         Ok(Value::Bool(compile(arg_str(a, 0))?.is_match(arg_str(a, 1))))
     }),
     def("regexFindAll", &[Str, Str, Int], |_, a| {
-        find_all(&must_compile(arg_str(a, 0))?, a)
+        find_all(&*must_compile(arg_str(a, 0))?, a)
     }),
     def("mustRegexFindAll", &[Str, Str, Int], |_, a| {
-        find_all(&compile(arg_str(a, 0))?, a)
+        find_all(&*compile(arg_str(a, 0))?, a)
     }),
     def("regexFind", &[Str, Str], |_, a| {
-        find(&must_compile(arg_str(a, 0))?, arg_str(a, 1))
+        find(&*must_compile(arg_str(a, 0))?, arg_str(a, 1))
     }),
     def("mustRegexFind", &[Str, Str], |_, a| {
-        find(&compile(arg_str(a, 0))?, arg_str(a, 1))
+        find(&*compile(arg_str(a, 0))?, arg_str(a, 1))
     }),
     def("regexReplaceAll", &[Str, Str, Str], |_, a| {
         Ok(Value::string(replace_all(
-            &must_compile(arg_str(a, 0))?,
+            &*must_compile(arg_str(a, 0))?,
             arg_str(a, 1),
             arg_str(a, 2),
             true,
@@ -57,7 +58,7 @@ pub const FUNCS: &[FuncDef] = &[
     }),
     def("mustRegexReplaceAll", &[Str, Str, Str], |_, a| {
         Ok(Value::string(replace_all(
-            &compile(arg_str(a, 0))?,
+            &*compile(arg_str(a, 0))?,
             arg_str(a, 1),
             arg_str(a, 2),
             true,
@@ -65,7 +66,7 @@ pub const FUNCS: &[FuncDef] = &[
     }),
     def("regexReplaceAllLiteral", &[Str, Str, Str], |_, a| {
         Ok(Value::string(replace_all(
-            &must_compile(arg_str(a, 0))?,
+            &*must_compile(arg_str(a, 0))?,
             arg_str(a, 1),
             arg_str(a, 2),
             false,
@@ -73,7 +74,7 @@ pub const FUNCS: &[FuncDef] = &[
     }),
     def("mustRegexReplaceAllLiteral", &[Str, Str, Str], |_, a| {
         Ok(Value::string(replace_all(
-            &compile(arg_str(a, 0))?,
+            &*compile(arg_str(a, 0))?,
             arg_str(a, 1),
             arg_str(a, 2),
             false,
@@ -81,7 +82,7 @@ pub const FUNCS: &[FuncDef] = &[
     }),
     def("regexSplit", &[Str, Str, Int], |_, a| {
         Ok(string_list(split(
-            &must_compile(arg_str(a, 0))?,
+            &*must_compile(arg_str(a, 0))?,
             arg_str(a, 0),
             arg_str(a, 1),
             arg_int(a, 2),
@@ -89,7 +90,7 @@ pub const FUNCS: &[FuncDef] = &[
     }),
     def("mustRegexSplit", &[Str, Str, Int], |_, a| {
         Ok(string_list(split(
-            &compile(arg_str(a, 0))?,
+            &*compile(arg_str(a, 0))?,
             arg_str(a, 0),
             arg_str(a, 1),
             arg_int(a, 2),
@@ -101,22 +102,25 @@ pub const FUNCS: &[FuncDef] = &[
 ];
 
 /// Go's `regexp.Compile`, with Go-style error text. Compiled patterns are
-/// cached per thread: charts call `regexReplaceAll` inside loops.
-pub fn compile(expr: &str) -> Result<Regex, String> {
+/// cached per thread: charts call `regexReplaceAll` inside loops. The cache
+/// hands out the same `Regex`, not clones: a clone starts with an empty pool
+/// of search caches, and building one (the lazy DFA's tables) cost ten times
+/// a short search.
+pub fn compile(expr: &str) -> Result<Rc<Regex>, String> {
     thread_local! {
-        static CACHE: RefCell<HashMap<String, Regex>> = RefCell::new(HashMap::new());
+        static CACHE: RefCell<HashMap<String, Rc<Regex>>> = RefCell::new(HashMap::new());
     }
     if let Some(re) = CACHE.with(|c| c.borrow().get(expr).cloned()) {
         return Ok(re);
     }
     let translated = translate(expr)?;
-    let re = Regex::new(&translated).map_err(|_| go_error(expr, &translated))?;
+    let re = Rc::new(Regex::new(&translated).map_err(|_| go_error(expr, &translated))?);
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         if c.len() >= 512 {
             c.clear();
         }
-        c.insert(expr.to_string(), re.clone());
+        c.insert(expr.to_string(), Rc::clone(&re));
     });
     Ok(re)
 }
@@ -134,7 +138,7 @@ fn quote(s: &str) -> String {
 }
 
 /// Go's `regexp.MustCompile`, whose panic text becomes the error.
-fn must_compile(expr: &str) -> Result<Regex, String> {
+fn must_compile(expr: &str) -> Result<Rc<Regex>, String> {
     compile(expr).map_err(|e| format!("regexp: Compile({}): {e}", quote(expr)))
 }
 
