@@ -73,6 +73,26 @@ pub(crate) fn from_v(v: &V) -> Yaml {
     }
 }
 
+/// Out of the Go model, consuming it: a map nothing else holds gives up its
+/// keys and values without copies (a chart's whole values tree, at the end of
+/// each coalescing); a map still shared (a `global` table) is copied.
+pub(crate) fn into_mapping(m: M) -> Mapping {
+    match Rc::try_unwrap(m) {
+        Ok(cell) => cell
+            .into_inner()
+            .into_iter()
+            .map(|(k, v)| {
+                let y = match v {
+                    V::Map(m) => Yaml::Map(into_mapping(m)),
+                    V::Leaf(y) => y,
+                };
+                (k, y)
+            })
+            .collect(),
+        Err(shared) => from_m(&shared),
+    }
+}
+
 fn concat_prefix(a: &str, b: &str) -> String {
     if a.is_empty() {
         b.to_string()
@@ -140,14 +160,14 @@ fn go_t(v: &V) -> String {
 pub fn coalesce_values(chart: &Chart, vals: &Mapping, warn: Warn) -> Result<Mapping, ValuesError> {
     let dest = to_m(vals);
     coalesce(chart, &dest, "", false, warn)?;
-    Ok(from_m(&dest))
+    Ok(into_mapping(dest))
 }
 
 /// `MergeValues`: like [`coalesce_values`] but `null`s are kept.
 pub fn merge_values(chart: &Chart, vals: &Mapping, warn: Warn) -> Result<Mapping, ValuesError> {
     let dest = to_m(vals);
     coalesce(chart, &dest, "", true, warn)?;
-    Ok(from_m(&dest))
+    Ok(into_mapping(dest))
 }
 
 /// `CoalesceTables(dst, src)`: `src` fills what `dst` lacks; a `null` in
@@ -155,14 +175,14 @@ pub fn merge_values(chart: &Chart, vals: &Mapping, warn: Warn) -> Result<Mapping
 pub fn coalesce_tables(dst: &Mapping, src: &Mapping, warn: Warn) -> Mapping {
     let d = to_m(dst);
     coalesce_tables_full_key(&d, &to_m(src), "", false, warn);
-    from_m(&d)
+    into_mapping(d)
 }
 
 /// `MergeTables(dst, src)`: like [`coalesce_tables`], `null`s kept.
 pub fn merge_tables(dst: &Mapping, src: &Mapping, warn: Warn) -> Mapping {
     let d = to_m(dst);
     coalesce_tables_full_key(&d, &to_m(src), "", true, warn);
-    from_m(&d)
+    into_mapping(d)
 }
 
 pub(crate) fn coalesce(

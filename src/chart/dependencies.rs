@@ -8,7 +8,7 @@
 //! `semver` crate has Cargo's range semantics, not Masterminds').
 
 use crate::chart::coalesce::{
-    self, M, V, ValuesError, Warn, coalesce_tables_full_key, from_m, new_m, to_m,
+    self, M, V, ValuesError, Warn, coalesce_tables_full_key, from_m, into_mapping, new_m, to_m,
 };
 use crate::chart::load::set_full_paths;
 use crate::chart::metadata::go_quote;
@@ -294,7 +294,7 @@ fn process_import_values(c: &mut Chart, warn: Warn) -> Result<(), ValuesError> {
     }
     let copy = to_m(&from_m(&cvals));
     coalesce_tables_full_key(&copy, &b, "", true, warn);
-    c.values = from_m(&copy);
+    c.values = into_mapping(copy);
     Ok(())
 }
 
