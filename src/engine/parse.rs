@@ -1005,13 +1005,15 @@ fn parse_uint0_mag(s: &str) -> Result<u64, IntErr> {
         return Err(IntErr::Syntax);
     }
     let (digits, base) = split_base(s).ok_or(IntErr::Syntax)?;
-    let digits: String = digits.chars().filter(|c| *c != '_').collect();
-    if digits.is_empty() {
+    // Underscores are skipped in place (no filtered copy: every number
+    // literal of every template comes through here).
+    let mut digits = digits.chars().filter(|c| *c != '_').peekable();
+    if digits.peek().is_none() {
         return Err(IntErr::Syntax);
     }
     let mut v: u64 = 0;
     let mut overflow = false;
-    for c in digits.chars() {
+    for c in digits {
         let d = c.to_digit(base).ok_or(IntErr::Syntax)? as u64;
         match v.checked_mul(base as u64).and_then(|x| x.checked_add(d)) {
             Some(x) => v = x,
