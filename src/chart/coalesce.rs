@@ -81,15 +81,17 @@ pub(crate) fn into_mapping(m: M) -> Mapping {
         Ok(cell) => cell
             .into_inner()
             .into_iter()
-            .map(|(k, v)| {
-                let y = match v {
-                    V::Map(m) => Yaml::Map(into_mapping(m)),
-                    V::Leaf(y) => y,
-                };
-                (k, y)
-            })
+            .map(|(k, v)| (k, into_yaml(v)))
             .collect(),
         Err(shared) => from_m(&shared),
+    }
+}
+
+/// [`from_v`], consuming: see [`into_mapping`].
+fn into_yaml(v: V) -> Yaml {
+    match v {
+        V::Map(m) => Yaml::Map(into_mapping(m)),
+        V::Leaf(y) => y,
     }
 }
 
