@@ -162,16 +162,25 @@ fn reserve_arena(bytes: usize) {
     std::hint::black_box(&blocks);
 }
 
-/// Threads worth running on this machine (its cores, capped).
+/// Threads worth running on this machine (the cores this process may run
+/// on, capped).
 pub(crate) fn cores() -> usize {
-    // Asked once: the answer reads the CPU affinity and cgroup quota files.
     static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CORES.get_or_init(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .min(MAX_THREADS)
-    })
+    *CORES.get_or_init(|| allowed_cpus().unwrap_or(1).min(MAX_THREADS))
+}
+
+/// The CPUs in this process's affinity mask, as Go's `runtime.NumCPU`
+/// counts them. Not `std::thread::available_parallelism`: on Linux that
+/// also looks for a cgroup CPU quota, reading `/proc/self/cgroup`,
+/// `/proc/self/mountinfo` and the quota files, some 140 µs, a few percent
+/// of rendering a typical chart; and a quota limits CPU time over 100 ms
+/// periods, not how many threads can usefully run for a few milliseconds.
+fn allowed_cpus() -> Option<usize> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    if let Ok(set) = rustix::thread::sched_getaffinity(None) {
+        return usize::try_from(set.count()).ok().filter(|&n| n > 0);
+    }
+    std::thread::available_parallelism().ok().map(|n| n.get())
 }
 
 /// Parse results of one thread: (job id, result).
