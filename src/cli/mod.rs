@@ -19,11 +19,15 @@ use crate::chart::strvals::ValueOptions;
 use crate::chart::template::{self, TemplateSettings};
 use crate::engine::Env;
 
+const ABOUT: &str = "Kubernetes addon operator; renders Helm charts natively";
+const TEMPLATE_ABOUT: &str =
+    "Render chart templates locally and print them, exactly as `helm template` does";
+
 #[derive(Parser, Debug)]
 #[command(
     name = "antiopa",
     version,
-    about = "Kubernetes addon operator; renders Helm charts natively",
+    about = ABOUT,
     // pflag: a repeated single-value flag takes its last value.
     args_override_self = true
 )]
@@ -34,7 +38,7 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Render chart templates locally and print them, exactly as `helm template` does.
+    #[command(about = TEMPLATE_ABOUT)]
     Template(TemplateArgs),
     /// addon-operator modules: list them, show their values.
     #[command(subcommand)]
@@ -55,6 +59,24 @@ enum Command {
     Uninstall(apply::UninstallArgs),
     /// Show a release's revisions.
     History(apply::HistoryArgs),
+}
+
+/// [`Cli`] with `template` as its only subcommand, for command lines that
+/// start with `template`: building every subcommand's arguments is most of
+/// clap's work, some 0.3 ms of a process that renders a small chart in
+/// under 1 ms. The attributes and arguments are [`Cli`]'s, so help, usage
+/// and errors are the same.
+#[derive(Parser, Debug)]
+#[command(name = "antiopa", version, about = ABOUT, args_override_self = true)]
+struct TemplateCli {
+    #[command(subcommand)]
+    command: TemplateCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum TemplateCommand {
+    #[command(about = TEMPLATE_ABOUT)]
+    Template(TemplateArgs),
 }
 
 /// Helm's values flags, shared by `template`, `apply` and `diff --live`.
@@ -243,7 +265,17 @@ fn run_cli() -> i32 {
         let rest = argv[2..].iter().cloned();
         return run_live_diff_cli(std::iter::once("antiopa diff".into()).chain(rest).collect());
     }
-    let cli = match Cli::try_parse_from(argv) {
+    let parsed = if argv.get(1).is_some_and(|a| a == "template") {
+        TemplateCli::try_parse_from(argv).map(|c| {
+            let TemplateCommand::Template(a) = c.command;
+            Cli {
+                command: Command::Template(a),
+            }
+        })
+    } else {
+        Cli::try_parse_from(argv)
+    };
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             if !e.use_stderr() {
