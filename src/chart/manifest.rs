@@ -3,9 +3,8 @@
 //! the `# Source:` printing of `action.renderResources` and the
 //! `--show-only` filter of `helm template`.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::LazyLock;
-use std::sync::mpsc;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Condvar, LazyLock, Mutex, PoisonError};
 
 use regex::Regex;
 
@@ -312,8 +311,49 @@ pub struct PreParsed(HashMap<String, (usize, Vec<Result<SimpleHead, String>>)>);
 /// parses is only used once every file has rendered, so errors are still
 /// reported in Helm's order.
 pub struct HeadWorker {
-    tx: mpsc::Sender<(String, String)>,
+    queue: Arc<HeadQueue>,
     handle: std::thread::JoinHandle<PreParsed>,
+}
+
+/// Rendered files waiting for their heads to be parsed.
+#[derive(Default)]
+struct HeadQueue {
+    /// (path, text) in render order, and whether more may come.
+    jobs: Mutex<(VecDeque<(String, String)>, bool)>,
+    more: Condvar,
+}
+
+impl HeadQueue {
+    /// The next file, waiting for one while more may come; `None` once the
+    /// queue is closed and empty.
+    fn next(&self) -> Option<(String, String)> {
+        let mut jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if let Some(job) = jobs.0.pop_front() {
+                return Some(job);
+            }
+            if jobs.1 {
+                return None;
+            }
+            jobs = self.more.wait(jobs).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// The most recently queued file still waiting, if any.
+    fn take_last(&self) -> Option<(String, String)> {
+        let mut jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
+        jobs.0.pop_back()
+    }
+}
+
+impl PreParsed {
+    fn parse(&mut self, path: String, content: &str) {
+        let heads = split_manifests(content)
+            .iter()
+            .map(|d| parse_head(d))
+            .collect();
+        self.0.insert(path, (content.len(), heads));
+    }
 }
 
 impl HeadWorker {
@@ -321,37 +361,58 @@ impl HeadWorker {
     /// then the heads are parsed when sorting. Worth it only with a spare
     /// core.
     pub fn start() -> Option<HeadWorker> {
-        let (tx, rx) = mpsc::channel::<(String, String)>();
+        let queue = Arc::new(HeadQueue::default());
+        let shared = queue.clone();
         let handle = std::thread::Builder::new()
             // The loader recurses per nesting level; address space only.
             .stack_size(256 << 20)
             .spawn(move || {
                 let mut pre = PreParsed::default();
-                for (path, content) in rx {
-                    let heads = split_manifests(&content)
-                        .iter()
-                        .map(|d| parse_head(d))
-                        .collect();
-                    pre.0.insert(path, (content.len(), heads));
+                while let Some((path, content)) = shared.next() {
+                    pre.parse(path, &content);
                 }
                 pre
             })
             .ok()?;
-        Some(HeadWorker { tx, handle })
+        Some(HeadWorker { queue, handle })
     }
 
     /// Hand over one rendered file (its final text, as it will be sorted).
     pub fn send(&self, path: &str, content: &str) {
         if is_manifest_file(path, content) && !path.ends_with("NOTES.txt") {
-            // A worker that is gone only means the heads get parsed later.
-            let _ = self.tx.send((path.to_string(), content.to_string()));
+            let mut jobs = self
+                .queue
+                .jobs
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            jobs.0.push_back((path.to_string(), content.to_string()));
+            drop(jobs);
+            self.queue.more.notify_one();
         }
     }
 
-    /// Wait for the heads of everything sent.
+    /// The heads of everything sent. The files still queued when rendering
+    /// ends are parsed here too, from the back of the queue while the
+    /// worker takes from the front, so the caller waits for half the
+    /// backlog rather than all of it (the last files rendered are often
+    /// the biggest, and the worker is then still busy with earlier ones).
     pub fn finish(self) -> PreParsed {
-        drop(self.tx);
-        self.handle.join().unwrap_or_default()
+        {
+            let mut jobs = self
+                .queue
+                .jobs
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            jobs.1 = true;
+        }
+        self.queue.more.notify_one();
+        let mut here = PreParsed::default();
+        while let Some((path, content)) = self.queue.take_last() {
+            here.parse(path, &content);
+        }
+        let mut pre = self.handle.join().unwrap_or_default();
+        pre.0.extend(here.0);
+        pre
     }
 }
 
