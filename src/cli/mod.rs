@@ -392,3 +392,56 @@ fn print_error(msg: &str) -> i32 {
     let _ = writeln!(std::io::stderr(), "Error: {msg}");
     1
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// `antiopa template` is parsed by [`TemplateCli`] alone: its help,
+    /// usage and arguments must be those of [`Cli`]'s `template`.
+    #[test]
+    fn template_only_command_is_clis_template() {
+        let render = |mut top: clap::Command| {
+            top.build();
+            let sub = top
+                .find_subcommand_mut("template")
+                .expect("template")
+                .clone();
+            let args: Vec<String> = sub.get_arguments().map(|a| format!("{a:?}")).collect();
+            (
+                sub.clone().render_long_help().to_string(),
+                sub.clone().render_usage().to_string(),
+                args,
+            )
+        };
+        let full = render(Cli::command());
+        let only = render(TemplateCli::command());
+        assert!(
+            full.0.contains("exactly as `helm template` does"),
+            "{}",
+            full.0
+        );
+        assert_eq!(only, full);
+        let mut top = TemplateCli::command();
+        top.build();
+        let names: Vec<&str> = top.get_subcommands().map(|c| c.get_name()).collect();
+        assert_eq!(names, ["template", "help"]);
+    }
+
+    /// Errors come out the same from both parsers.
+    #[test]
+    fn template_only_errors_are_clis() {
+        for argv in [
+            &["antiopa", "template", "--bogus"][..],
+            &["antiopa", "template", "-n"],
+            &["antiopa", "template", "-x"],
+            &["antiopa", "template", "--include-crds=maybe"],
+        ] {
+            let full = Cli::try_parse_from(argv).expect_err("an error");
+            let only = TemplateCli::try_parse_from(argv).expect_err("an error");
+            assert_eq!(cobra_message(&only), cobra_message(&full), "{argv:?}");
+            assert_eq!(only.kind(), full.kind(), "{argv:?}");
+        }
+    }
+}
