@@ -4,7 +4,7 @@
 //! `--show-only` filter of `helm template`.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::{Arc, Condvar, LazyLock, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, PoisonError};
 
 use regex::Regex;
 
@@ -318,21 +318,32 @@ pub struct HeadWorker {
 /// Rendered files waiting for their heads to be parsed.
 #[derive(Default)]
 struct HeadQueue {
-    /// (path, text) in render order, and whether more may come.
-    jobs: Mutex<(VecDeque<(String, String)>, bool)>,
+    jobs: Mutex<Jobs>,
     more: Condvar,
 }
 
+#[derive(Default)]
+struct Jobs {
+    /// (path, text) in render order.
+    waiting: VecDeque<(String, String)>,
+    /// No more files will come.
+    closed: bool,
+}
+
 impl HeadQueue {
+    fn lock(&self) -> MutexGuard<'_, Jobs> {
+        self.jobs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The next file, waiting for one while more may come; `None` once the
     /// queue is closed and empty.
     fn next(&self) -> Option<(String, String)> {
-        let mut jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut jobs = self.lock();
         loop {
-            if let Some(job) = jobs.0.pop_front() {
+            if let Some(job) = jobs.waiting.pop_front() {
                 return Some(job);
             }
-            if jobs.1 {
+            if jobs.closed {
                 return None;
             }
             jobs = self.more.wait(jobs).unwrap_or_else(PoisonError::into_inner);
@@ -341,8 +352,7 @@ impl HeadQueue {
 
     /// The most recently queued file still waiting, if any.
     fn take_last(&self) -> Option<(String, String)> {
-        let mut jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
-        jobs.0.pop_back()
+        self.lock().waiting.pop_back()
     }
 }
 
@@ -380,13 +390,8 @@ impl HeadWorker {
     /// Hand over one rendered file (its final text, as it will be sorted).
     pub fn send(&self, path: &str, content: &str) {
         if is_manifest_file(path, content) && !path.ends_with("NOTES.txt") {
-            let mut jobs = self
-                .queue
-                .jobs
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            jobs.0.push_back((path.to_string(), content.to_string()));
-            drop(jobs);
+            let job = (path.to_string(), content.to_string());
+            self.queue.lock().waiting.push_back(job);
             self.queue.more.notify_one();
         }
     }
@@ -397,14 +402,7 @@ impl HeadWorker {
     /// backlog rather than all of it (the last files rendered are often
     /// the biggest, and the worker is then still busy with earlier ones).
     pub fn finish(self) -> PreParsed {
-        {
-            let mut jobs = self
-                .queue
-                .jobs
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            jobs.1 = true;
-        }
+        self.queue.lock().closed = true;
         self.queue.more.notify_one();
         let mut here = PreParsed::default();
         while let Some((path, content)) = self.queue.take_last() {
