@@ -1,8 +1,10 @@
 //! The template lexer: a port of Go's `text/template/parse/lex.go` (Go 1.23).
 //!
-//! Go's lexer is a goroutine-driven state machine; since it is deterministic
-//! and stops at its first error, this port runs it eagerly into a `Vec` of
-//! items, which the parser then reads with the same look-ahead discipline.
+//! Go's lexer is a state machine the parser pulls items from one at a time
+//! (`nextItem`); so is this port ([`Lexer::next_item`]). Lexing a whole file
+//! into a list first would hold some 32 bytes per item for the biggest file
+//! at once: hundreds of kilobytes of fresh memory (page faults) that are
+//! written once and read once.
 //! Trim markers (`{{- ` / ` -}}`, the space is required), comments, raw and
 //! quoted strings, char constants and Go's permissive number scanner are
 //! reproduced exactly, including the error texts.
@@ -68,18 +70,12 @@ impl ItemType {
 
 /// One token: a slice of the input (plain data, copied freely by the
 /// parser's look-ahead). The message of the `Error` item, always the last,
-/// is [`Lexed::error`].
+/// is [`Lexer::error`].
 #[derive(Clone, Copy, Debug)]
 pub struct Item<'a> {
     pub typ: ItemType,
     pub pos: usize,
     pub val: &'a str,
-}
-
-/// The items of a text, and the message of its `Error` item if it has one.
-pub struct Lexed<'a> {
-    pub items: Vec<Item<'a>>,
-    pub error: String,
 }
 
 impl Item<'_> {
@@ -181,10 +177,17 @@ pub struct Lexer<'a> {
     paren_depth: i32,
     break_ok: bool,
     continue_ok: bool,
+    /// Items emitted by the last state function and not yet taken
+    /// (at most a few): `items[head..]`.
     items: Vec<Item<'a>>,
+    head: usize,
+    state: State,
+    /// The last item handed out; handed out again once the text is done.
+    last: Item<'a>,
     error: String,
 }
 
+#[derive(Clone, Copy)]
 enum State {
     Text,
     LeftDelim,
@@ -194,34 +197,52 @@ enum State {
     Done,
 }
 
-/// Lex the whole input. The last item is `Eof` or `Error`.
-pub fn lex(input: &str, break_ok: bool, continue_ok: bool) -> Lexed<'_> {
-    let mut l = Lexer {
-        input,
-        pos: 0,
-        start: 0,
-        paren_depth: 0,
-        break_ok,
-        continue_ok,
-        // About one item per 12 bytes of template text in real charts;
-        // reserving avoids most of the growth copies.
-        items: Vec::with_capacity(input.len() / 12 + 4),
-        error: String::new(),
-    };
-    let mut state = State::Text;
-    loop {
-        state = match state {
-            State::Text => l.lex_text(),
-            State::LeftDelim => l.lex_left_delim(),
-            State::Comment => l.lex_comment(),
-            State::RightDelim => l.lex_right_delim(),
-            State::InsideAction => l.lex_inside_action(),
-            State::Done => break,
-        };
+impl<'a> Lexer<'a> {
+    pub fn new(input: &'a str, break_ok: bool, continue_ok: bool) -> Lexer<'a> {
+        Lexer {
+            input,
+            pos: 0,
+            start: 0,
+            paren_depth: 0,
+            break_ok,
+            continue_ok,
+            items: Vec::with_capacity(4),
+            head: 0,
+            state: State::Text,
+            last: Item {
+                typ: ItemType::Eof,
+                pos: 0,
+                val: "",
+            },
+            error: String::new(),
+        }
     }
-    Lexed {
-        items: l.items,
-        error: l.error,
+
+    /// The next item, lexing as far as needed. After the `Eof` or `Error`
+    /// item, that item again.
+    pub fn next_item(&mut self) -> Item<'a> {
+        loop {
+            if let Some(&it) = self.items.get(self.head) {
+                self.head += 1;
+                self.last = it;
+                return it;
+            }
+            self.items.clear();
+            self.head = 0;
+            self.state = match self.state {
+                State::Text => self.lex_text(),
+                State::LeftDelim => self.lex_left_delim(),
+                State::Comment => self.lex_comment(),
+                State::RightDelim => self.lex_right_delim(),
+                State::InsideAction => self.lex_inside_action(),
+                State::Done => return self.last,
+            };
+        }
+    }
+
+    /// The message of the `Error` item, once it has been handed out.
+    pub fn error(&self) -> &str {
+        &self.error
     }
 }
 
@@ -675,6 +696,30 @@ fn go_sharp_u_opt(c: Option<char>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The items of a text, and the message of its `Error` item if it has one.
+    struct Lexed<'a> {
+        items: Vec<Item<'a>>,
+        error: String,
+    }
+
+    /// Lex the whole input, as the parser pulls it. The last item is `Eof`
+    /// or `Error`.
+    fn lex(input: &str, break_ok: bool, continue_ok: bool) -> Lexed<'_> {
+        let mut l = Lexer::new(input, break_ok, continue_ok);
+        let mut items = Vec::new();
+        loop {
+            let it = l.next_item();
+            items.push(it);
+            if matches!(it.typ, ItemType::Eof | ItemType::Error) {
+                break;
+            }
+        }
+        Lexed {
+            items,
+            error: l.error,
+        }
+    }
 
     fn types(s: &str) -> Vec<(ItemType, String)> {
         let lexed = lex(s, true, true);

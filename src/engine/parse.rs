@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::ast::{Arg, Branch, Callee, Command, Node, Number, Pipe, Source, Tree, is_empty_tree};
 use super::error::Error;
 use super::funcs::FuncMap;
-use super::lexer::{Item, ItemType, lex};
+use super::lexer::{Item, ItemType, Lexer};
 
 /// Parse `text` as template `name`. Returns the trees defined by the text,
 /// the top-level one included, in definition order (Go's `treeSet`, with
@@ -34,16 +34,13 @@ pub fn parse_kept(
     });
     let break_ok = !has_function(funcs, "break");
     let continue_ok = !has_function(funcs, "continue");
-    let lexed = lex(text, break_ok, continue_ok);
-    let dummy = lexed.items.last().copied().unwrap_or(Item {
+    let dummy = Item {
         typ: ItemType::Eof,
         pos: 0,
         val: "",
-    });
+    };
     let mut p = Parser {
-        items: lexed.items,
-        lex_error: lexed.error,
-        next_item: 0,
+        lexer: Lexer::new(text, break_ok, continue_ok),
         token: [dummy; 3],
         peek_count: 0,
         last_pos: 0,
@@ -94,10 +91,7 @@ pub fn resolve(funcs: &FuncMap, name: &str) -> Option<Callee> {
 type PResult<T> = Result<T, Error>;
 
 struct Parser<'a, 'f> {
-    items: Vec<Item<'a>>,
-    /// The message of the lexer's `Error` item (the last item).
-    lex_error: String,
-    next_item: usize,
+    lexer: Lexer<'a>,
     token: [Item<'a>; 3],
     peek_count: usize,
     /// Position of the item most recently taken from the lexer, whose line
@@ -144,17 +138,7 @@ impl<'a> Parser<'a, '_> {
             .clone()
     }
     fn lex_next(&mut self) -> Item<'a> {
-        let it = match self.items.get(self.next_item) {
-            Some(it) => {
-                self.next_item += 1;
-                *it
-            }
-            None => self.items.last().copied().unwrap_or(Item {
-                typ: ItemType::Eof,
-                pos: 0,
-                val: "",
-            }),
-        };
+        let it = self.lexer.next_item();
         self.last_pos = it.pos;
         it
     }
@@ -219,16 +203,16 @@ impl<'a> Parser<'a, '_> {
             let action_line = self.action_pos.map(|p| self.line_of(p));
             if let Some(action_line) = action_line.filter(|l| *l != self.line_of(token.pos)) {
                 extra = format!(" in action started at {}:{}", self.src.name, action_line);
-                let msg = self.lex_error.as_str();
+                let msg = self.lexer.error();
                 if msg.ends_with(" action") {
                     extra = extra[" in action".len()..].to_string();
                 }
             }
-            return self.errorf(format!("{}{}", token.describe(&self.lex_error), extra));
+            return self.errorf(format!("{}{}", token.describe(self.lexer.error()), extra));
         }
         self.errorf(format!(
             "unexpected {} in {}",
-            token.describe(&self.lex_error),
+            token.describe(self.lexer.error()),
             context
         ))
     }
