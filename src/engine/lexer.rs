@@ -177,13 +177,12 @@ pub struct Lexer<'a> {
     paren_depth: i32,
     break_ok: bool,
     continue_ok: bool,
-    /// Items emitted by the last state function and not yet taken
-    /// (at most a few): `items[head..]`.
+    /// Items emitted by the last state function (at most a few), of which
+    /// `items[head..]` are not yet taken. Once the text is done they are
+    /// kept: the last one (`Eof` or `Error`) is handed out again.
     items: Vec<Item<'a>>,
     head: usize,
     state: State,
-    /// The last item handed out; handed out again once the text is done.
-    last: Item<'a>,
     error: String,
 }
 
@@ -209,11 +208,6 @@ impl<'a> Lexer<'a> {
             items: Vec::with_capacity(4),
             head: 0,
             state: State::Text,
-            last: Item {
-                typ: ItemType::Eof,
-                pos: 0,
-                val: "",
-            },
             error: String::new(),
         }
     }
@@ -224,19 +218,26 @@ impl<'a> Lexer<'a> {
         loop {
             if let Some(&it) = self.items.get(self.head) {
                 self.head += 1;
-                self.last = it;
                 return it;
             }
+            let step: fn(&mut Self) -> State = match self.state {
+                State::Text => Self::lex_text,
+                State::LeftDelim => Self::lex_left_delim,
+                State::Comment => Self::lex_comment,
+                State::RightDelim => Self::lex_right_delim,
+                State::InsideAction => Self::lex_inside_action,
+                // Every way to `Done` emits `Eof` or `Error` last.
+                State::Done => {
+                    return self.items.last().copied().unwrap_or(Item {
+                        typ: ItemType::Eof,
+                        pos: self.pos,
+                        val: "",
+                    });
+                }
+            };
             self.items.clear();
             self.head = 0;
-            self.state = match self.state {
-                State::Text => self.lex_text(),
-                State::LeftDelim => self.lex_left_delim(),
-                State::Comment => self.lex_comment(),
-                State::RightDelim => self.lex_right_delim(),
-                State::InsideAction => self.lex_inside_action(),
-                State::Done => return self.last,
-            };
+            self.state = step(self);
         }
     }
 
@@ -760,6 +761,18 @@ mod tests {
                 (Eof, "".into())
             ]
         );
+    }
+
+    /// Past the end the parser may look ahead: it gets the last item again.
+    #[test]
+    fn the_last_item_repeats() {
+        for (text, last) in [("a {{ b }} c", ItemType::Eof), ("a {{ b", ItemType::Error)] {
+            let mut l = Lexer::new(text, true, true);
+            while !matches!(l.next_item().typ, ItemType::Eof | ItemType::Error) {}
+            for _ in 0..3 {
+                assert_eq!(l.next_item().typ, last, "{text}");
+            }
+        }
     }
 
     #[test]
