@@ -4,12 +4,14 @@
 //! JSON round trip (keys become strings, numbers become float64, NaN/Inf are
 //! rejected).
 //!
-//! Parsing uses `saphyr-parser`'s event stream; the decoding rules are a port
+//! Parsing uses `saphyr-parser`'s event stream, or for plain block YAML the
+//! same events from [`super::fast`]'s byte scanner; the decoding rules are a port
 //! of go-yaml v2's `decode.go` (`scalar`, `mapping`, `merge`, `alias`) and
 //! sigs.k8s.io/yaml's `convertToJSONableObject`. saphyr's error messages are
 //! mapped to libyaml's wording and go-yaml's "line N:" rule so Helm's error
 //! texts come out the same for the common mistakes.
 
+use super::fast::{Bail, Fast};
 use super::num::format_g;
 use super::resolve::{Resolved, resolve_plain};
 use super::{Mapping, Yaml};
@@ -101,6 +103,26 @@ fn load_with(text: &str, numbers: Numbers, keep: Option<KeepFn<'_>>) -> Result<Y
     if !all_yaml_chars(text) {
         return Err(wrap("yaml: control characters are not allowed".into()));
     }
+    // Plain block YAML (nearly every values file and manifest) goes
+    // through the fast scanner; whatever it gives up on, saphyr reads.
+    if let Some(v) = load_fast(text, numbers, keep) {
+        return Ok(v);
+    }
+    load_saphyr(text, numbers, keep).map_err(wrap)
+}
+
+/// The document read by the fast scanner: `None` when it gave up, or when
+/// the document holds an error (saphyr's path words those).
+pub(super) fn load_fast(text: &str, numbers: Numbers, keep: Option<KeepFn<'_>>) -> Option<Yaml> {
+    let fast = Fast::new(text).ok()?;
+    Loader::new(text, Events::Fast(fast), numbers, keep)
+        .document()
+        .ok()
+}
+
+/// The document read by saphyr, any YAML; errors as go-yaml words them
+/// (without the JSON step's prefix).
+pub(super) fn load_saphyr(text: &str, numbers: Numbers, keep: Option<KeepFn<'_>>) -> Res<Yaml> {
     let mut patched: Option<String> = None;
     // saphyr follows YAML 1.2 in refusing a tab as the separator after an
     // indicator (`a:\tb`, `-\tx`), which libyaml accepts. Such a tab is pure
@@ -112,30 +134,18 @@ fn load_with(text: &str, numbers: Numbers, keep: Option<KeepFn<'_>>) -> Result<Y
     // indented further and the text parsed again.
     for _ in 0..256 {
         let src = patched.as_deref().unwrap_or(text);
-        let mut l = Loader {
-            parser: Parser::new_from_str(src),
+        let mut l = Loader::new(
             src,
-            anchors: HashMap::new(),
-            in_progress: Vec::new(),
+            Events::Saphyr(Box::new(Parser::new_from_str(src))),
             numbers,
-            decode_count: 0,
-            alias_count: 0,
-            cursor: (0, 0),
-            ascii: src.is_ascii(),
-            tab_after_indicator: None,
-            indent_pad: None,
-            decode_err: None,
-            key_err: None,
-            non_finite: std::cell::Cell::new(false),
             keep,
-            skim_aborted: false,
-        };
+        );
         let result = l.document();
         if l.skim_aborted
             && let Some(keep) = keep
         {
             // Decode whole, then prune to the entries skimming would keep.
-            return load_with(src, numbers, None).map(|v| prune(v, keep, 0));
+            return load_saphyr(src, numbers, None).map(|v| prune(v, keep, 0));
         }
         match result {
             Ok(v) => return Ok(v),
@@ -150,11 +160,11 @@ fn load_with(text: &str, numbers: Numbers, keep: Option<KeepFn<'_>>) -> Result<Y
                     t.insert_str(at, &" ".repeat(n));
                     patched = Some(t);
                 }
-                (None, None) => return Err(wrap(e)),
+                (None, None) => return Err(e),
             },
         }
     }
-    Err(wrap("yaml: did not find expected key".into()))
+    Err("yaml: did not find expected key".into())
 }
 
 /// Files as bytes: libyaml's reader decodes UTF-8 itself and reports the
@@ -306,10 +316,19 @@ fn json_kind(v: &Yaml) -> &'static str {
     }
 }
 
-type Res<T> = Result<T, String>;
+pub(super) type Res<T> = Result<T, String>;
+
+/// Where a [`Loader`] takes its events from.
+enum Events<'a> {
+    /// The plain block subset, fast (see [`super::fast`]).
+    Fast(Fast<'a>),
+    /// Any YAML, with libyaml-like errors.
+    /// (Boxed: the fast scanner is the usual one and much smaller.)
+    Saphyr(Box<Parser<'a, StrInput<'a>>>),
+}
 
 struct Loader<'a> {
-    parser: Parser<'a, StrInput<'a>>,
+    events: Events<'a>,
     src: &'a str,
     /// Completed anchored nodes by saphyr anchor id (decoded values).
     anchors: HashMap<usize, Yaml>,
@@ -377,8 +396,37 @@ enum Raw {
 }
 
 impl<'a> Loader<'a> {
+    fn new(src: &'a str, events: Events<'a>, numbers: Numbers, keep: Option<KeepFn<'a>>) -> Self {
+        Loader {
+            events,
+            src,
+            anchors: HashMap::new(),
+            in_progress: Vec::new(),
+            numbers,
+            decode_count: 0,
+            alias_count: 0,
+            cursor: (0, 0),
+            ascii: src.is_ascii(),
+            tab_after_indicator: None,
+            indent_pad: None,
+            decode_err: None,
+            key_err: None,
+            non_finite: std::cell::Cell::new(false),
+            keep,
+            skim_aborted: false,
+        }
+    }
+
     fn next(&mut self) -> Res<(Event<'a>, Span)> {
-        match self.parser.next_event() {
+        let parser = match &mut self.events {
+            Events::Fast(f) => {
+                return f
+                    .next_event()
+                    .map_err(|Bail| "yaml: outside the fast subset".into());
+            }
+            Events::Saphyr(p) => p,
+        };
+        match parser.next_event() {
             Some(Ok(ev)) => Ok(ev),
             Some(Err(e)) => Err(self.scan_error(&e)),
             None => Ok((Event::StreamEnd, Span::default())),

@@ -24,6 +24,7 @@
 //! - [`natural_cmp`]: yaml.v2's map key order.
 
 pub mod emit;
+mod fast;
 pub mod json;
 pub mod load;
 mod num;
