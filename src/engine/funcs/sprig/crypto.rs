@@ -288,7 +288,7 @@ fn bcrypt_hash(env: &Env, password: &str) -> String {
             .to_string();
     }
     let mut salt = [0u8; 16];
-    env.rng.borrow_mut().fill(&mut salt);
+    env.rng().fill(&mut salt);
     match bcrypt::hash_with_salt(password, 10, salt) {
         Ok(h) => h.format_for_version(bcrypt::Version::TwoA),
         Err(e) => format!("failed to encrypt string with bcrypt: {e}"),
@@ -425,7 +425,7 @@ fn encrypt_aes(env: &Env, a: &[Value]) -> FuncResult {
     }
     let key = aes_key(str_arg(&a[0]));
     let mut iv = [0u8; 16];
-    env.rng.borrow_mut().fill(&mut iv);
+    env.rng().fill(&mut iv);
     let enc = cbc::Encryptor::<aes::Aes256>::new(&key.into(), &iv.into());
     let ct = enc.encrypt_padded_vec::<Pkcs7>(plaintext.as_bytes());
     let mut out = iv.to_vec();
@@ -537,6 +537,10 @@ mod tests {
         let now = chrono::DateTime::parse_from_rfc3339("2026-11-21T23:37:16Z").unwrap();
         Env::reproducible(11, now)
     }
+
+    /// The fixed time of [`env`] (Unix seconds): openssl checks the
+    /// certificates' validity at the time they were made, not today's.
+    const VERIFY_AT: &str = "1795304236";
 
     fn s(v: &str) -> Value {
         Value::str(v)
@@ -789,7 +793,7 @@ mod tests {
             assert!(leaf_text.contains(want), "missing {want:?} in\n{leaf_text}");
         }
         let out = Command::new("openssl")
-            .args(["verify", "-CAfile"])
+            .args(["verify", "-attime", VERIFY_AT, "-CAfile"])
             .arg(dir.path().join("ca.pem"))
             .arg(dir.path().join("leaf.pem"))
             .output()
@@ -823,7 +827,7 @@ mod tests {
         assert_eq!(leaf2_c.key, ec_key);
         std::fs::write(dir.path().join("leaf2.pem"), &leaf2_c.cert).unwrap();
         let out = Command::new("openssl")
-            .args(["verify", "-CAfile"])
+            .args(["verify", "-attime", VERIFY_AT, "-CAfile"])
             .arg(dir.path().join("ca.pem"))
             .arg(dir.path().join("leaf2.pem"))
             .output()
