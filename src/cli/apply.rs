@@ -234,8 +234,7 @@ pub(super) fn render(a: &ReleaseChartArgs, next: release::Next) -> Result<Render
     };
     let mut env = Env::new();
     if let Some(seed) = a.seed {
-        use rand::SeedableRng;
-        env.rng = std::cell::RefCell::new(rand_chacha::ChaCha20Rng::seed_from_u64(seed));
+        env.seed(seed);
     }
     let settings = TemplateSettings {
         args: vec![a.name.clone(), a.chart.clone()],

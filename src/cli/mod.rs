@@ -197,10 +197,9 @@ fn template_settings(a: TemplateArgs) -> Result<TemplateSettings, CliError> {
     };
     let mut env = Env::new();
     if let Some(seed) = a.seed {
-        use rand::SeedableRng;
-        env.rng = std::cell::RefCell::new(rand_chacha::ChaCha20Rng::seed_from_u64(seed));
+        env.seed(seed);
     }
-    env.now = now;
+    env.set_now(now);
     let _ = a.skip_crds;
     Ok(TemplateSettings {
         args: a.args,

@@ -9,7 +9,7 @@
 //! on the former it yields nothing. [`V`] carries that bit next to the value.
 
 use foldhash::{HashMap, HashMapExt};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -18,7 +18,7 @@ use super::error::{Error, ErrorData, ErrorKind};
 use super::funcs::{Env, FuncMap, Param};
 use super::gofmt;
 use super::parse;
-use super::value::{ListKind, MapKind, Member, Value};
+use super::value::{ListKind, MapKind, Member, Value, map_changes, new_maps_from_here};
 
 /// Helm's `recursionMaxNums`.
 const INCLUDE_MAX: usize = 1000;
@@ -58,6 +58,31 @@ pub struct Templates {
     tpl_cache: RefCell<HashMap<Rc<str>, Rc<TplParse>>>,
     /// The name `$`, shared by every execution's variable stack.
     dollar: Arc<str>,
+    /// Results of `include`, by template name (see [`Included`]).
+    includes: RefCell<HashMap<Rc<str>, Vec<Included>>>,
+    /// `include` calls running (any names), and the most that ran at once
+    /// since the outermost running one started.
+    include_depth: Cell<usize>,
+    include_peak: Cell<usize>,
+}
+
+/// A finished `include` whose result may be handed out again: charts
+/// include the same helper (`fullname`, `labels`, `image`) with the same
+/// argument many times per file, and its output is the same as long as
+/// the call is. It is the same when the argument is the same (scalars by
+/// value; lists, maps and objects by identity, a map built for the call
+/// by its entries), no map changed since ([`map_changes`]), the first
+/// execution made no random draw, clock reading or lookup
+/// ([`Env::impure_calls`]), and the namespace is the base one (not a
+/// `tpl` overlay). Go executes the template again each time; the bytes
+/// come out the same.
+struct Included {
+    arg: Value,
+    map_changes: u64,
+    /// Nested `include`s the execution went through, for Helm's recursion
+    /// limit: an execution nested deeper would have failed.
+    nesting: usize,
+    out: Value,
 }
 
 impl Templates {
@@ -67,6 +92,9 @@ impl Templates {
             trees: HashMap::new(),
             tpl_cache: RefCell::new(HashMap::new()),
             dollar: Arc::from("$"),
+            includes: RefCell::new(HashMap::new()),
+            include_depth: Cell::new(0),
+            include_peak: Cell::new(0),
         }
     }
 
@@ -108,6 +136,7 @@ impl Templates {
     /// function table) to the namespace: the second half of
     /// [`Templates::parse`].
     pub fn add(&mut self, parsed: ParsedFile) {
+        self.includes.get_mut().clear();
         for t in parsed.trees {
             associate(&mut self.trees, Rc::new(t));
         }
@@ -148,6 +177,20 @@ impl Templates {
         Ok(out)
     }
 
+    /// The output of an earlier `include` of `name` with the same argument
+    /// (see [`Included`]), for a call `depth` includes deep.
+    fn included_before(&self, name: &str, arg: &Value, depth: usize) -> Option<Value> {
+        let mut includes = self.includes.borrow_mut();
+        let calls = includes.get_mut(name)?;
+        let changes = map_changes();
+        // Results from before a map changed can never be handed out again.
+        calls.retain(|c| c.map_changes == changes);
+        calls
+            .iter()
+            .find(|c| depth + c.nesting < INCLUDE_MAX && same_arg(&c.arg, arg))
+            .map(|c| c.out.clone())
+    }
+
     fn tpl_trees(&self, text: &str) -> Rc<TplParse> {
         if let Some(t) = self.tpl_cache.borrow().get(text) {
             return t.clone();
@@ -169,6 +212,42 @@ fn associate(map: &mut TreeMap, t: Rc<Tree>) {
         return;
     }
     map.insert(t.name.clone(), t);
+}
+
+/// Whether an `include` argument is the same as an earlier one while no
+/// map changed: lists, maps and objects are the same object, scalars equal;
+/// a map made for the call (`dict "context" $ …`) has the same entries.
+fn same_arg(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Map(x), Value::Map(y)) => {
+            x.kind == y.kind
+                && (x.id() == y.id() || {
+                    let (x, y) = (x.borrow(), y.borrow());
+                    x.len() == y.len()
+                        && x.iter()
+                            .zip(y.iter())
+                            .all(|((kx, vx), (ky, vy))| kx == ky && same_value(vx, vy))
+                })
+        }
+        _ => same_value(a, b),
+    }
+}
+
+/// [`same_arg`] one level down: containers by identity.
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Nil, Value::Nil) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Int(x), Value::Int(y)) | (Value::I64(x), Value::I64(y)) => x == y,
+        (Value::U64(x), Value::U64(y)) => x == y,
+        (Value::Float(x), Value::Float(y)) => x.to_bits() == y.to_bits(),
+        (Value::Str(x), Value::Str(y)) => x == y,
+        (Value::BStr(x), Value::BStr(y)) | (Value::Bytes(x), Value::Bytes(y)) => x == y,
+        (Value::List(x), Value::List(y)) => Rc::ptr_eq(x, y),
+        (Value::Map(x), Value::Map(y)) => x.kind == y.kind && x.id() == y.id(),
+        (Value::Object(x), Value::Object(y)) => std::ptr::addr_eq(Rc::as_ptr(x), Rc::as_ptr(y)),
+        _ => false,
+    }
 }
 
 /// The namespace seen by an execution: the base set, possibly overlaid by
@@ -870,13 +949,20 @@ impl<'a, 't> State<'a, 't> {
         }
     }
 
-    /// Helm's `include`: render a named template to a string.
+    /// Helm's `include`: render a named template to a string (or hand
+    /// out the result of the same call again, see [`Included`]).
     fn include(&mut self, argv: &[Value]) -> Result<Value, (String, Option<(String, String)>)> {
         let key: Rc<str> = match &argv[0] {
             Value::Str(s) => s.clone(),
             _ => Rc::from(""),
         };
         let name: &str = &key;
+        let base = self.ns.base;
+        let reusable = self.ns.local.is_none() && self.ns.parent.is_none();
+        let depth = base.include_depth.get();
+        if reusable && let Some(out) = base.included_before(&key, &argv[1], depth) {
+            return Ok(out);
+        }
         {
             let mut inc = self.included.borrow_mut();
             let c = inc.entry(key.clone()).or_insert(0);
@@ -890,6 +976,16 @@ impl<'a, 't> State<'a, 't> {
             }
             *c += 1;
         }
+        // Results are kept for the calls of a file's own text (the calls
+        // nested in them are seen again only through them): maps made
+        // during such a call are its own, which it may change freely.
+        let keep = reusable && depth == 0;
+        if keep {
+            new_maps_from_here();
+        }
+        let (changes, impure) = (map_changes(), self.env.impure_calls());
+        let outer_peak = base.include_peak.replace(depth + 1);
+        base.include_depth.set(depth + 1);
         let mut buf = Vec::new();
         let r = exec_named(
             self.ns,
@@ -900,11 +996,29 @@ impl<'a, 't> State<'a, 't> {
             0, // a new execution (Go's ExecuteTemplate) starts at depth 0
             &mut buf,
         );
+        base.include_depth.set(depth);
+        let nesting = base.include_peak.get() - depth;
+        base.include_peak.set(outer_peak.max(depth + nesting));
         if let Some(c) = self.included.borrow_mut().get_mut(&key) {
             *c = c.saturating_sub(1);
         }
         match r {
-            Ok(()) => Ok(Value::from_go_bytes(buf)),
+            Ok(()) => {
+                let out = Value::from_go_bytes(buf);
+                if keep && map_changes() == changes && self.env.impure_calls() == impure {
+                    base.includes
+                        .borrow_mut()
+                        .entry(key)
+                        .or_default()
+                        .push(Included {
+                            arg: argv[1].clone(),
+                            map_changes: changes,
+                            nesting,
+                            out: out.clone(),
+                        });
+                }
+                Ok(out)
+            }
             Err(e) => Err(wrap_inner(e, "")),
         }
     }

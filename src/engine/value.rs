@@ -10,7 +10,7 @@
 //! `range` and `%v` order. A render is single-threaded, so `Rc` is enough.
 
 use std::any::Any;
-use std::cell::{Ref, RefCell, RefMut};
+use std::cell::{Cell, Ref, RefCell, RefMut};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::rc::Rc;
@@ -96,6 +96,9 @@ pub enum MapKind {
 /// [`Map::view`]).
 pub struct Map {
     pub kind: MapKind,
+    /// When the map was made, in maps made on this thread before it (see
+    /// [`map_changes`]).
+    born: u64,
     entries: Rc<RefCell<Entries>>,
 }
 
@@ -103,6 +106,7 @@ impl Map {
     pub fn new(kind: MapKind, entries: Entries) -> Self {
         Map {
             kind,
+            born: MAPS.with(|m| m.made.replace(m.made.get() + 1)),
             entries: Rc::new(RefCell::new(entries)),
         }
     }
@@ -111,6 +115,7 @@ impl Map {
     pub fn view(&self, kind: MapKind) -> Map {
         Map {
             kind,
+            born: self.born,
             entries: self.entries.clone(),
         }
     }
@@ -122,17 +127,23 @@ impl Map {
     pub fn borrow(&self) -> Ref<'_, Entries> {
         self.entries.borrow()
     }
+    /// The entries, to change them (counted by [`map_changes`]).
     pub fn borrow_mut(&self) -> RefMut<'_, Entries> {
+        MAPS.with(|m| {
+            if self.born < m.new_from.get() {
+                m.changes.set(m.changes.get() + 1);
+            }
+        });
         self.entries.borrow_mut()
     }
     pub fn get(&self, key: &str) -> Option<Value> {
         self.entries.borrow().get(key).cloned()
     }
     pub fn insert(&self, key: impl Into<Key>, value: Value) {
-        self.entries.borrow_mut().insert(key.into(), value);
+        self.borrow_mut().insert(key.into(), value);
     }
     pub fn remove(&self, key: &str) -> Option<Value> {
-        self.entries.borrow_mut().remove(key)
+        self.borrow_mut().remove(key)
     }
     pub fn len(&self) -> usize {
         self.entries.borrow().len()
@@ -143,6 +154,45 @@ impl Map {
     pub fn contains_key(&self, key: &str) -> bool {
         self.entries.borrow().contains_key(key)
     }
+}
+
+/// What [`map_changes`] counts, per thread (maps are `Rc`s: each lives on
+/// the thread that made it).
+struct Maps {
+    /// Maps made so far.
+    made: Cell<u64>,
+    /// Maps made from this one on are new (see [`new_maps_from_here`]).
+    new_from: Cell<u64>,
+    /// Changes to maps older than that.
+    changes: Cell<u64>,
+}
+
+thread_local! {
+    static MAPS: Maps = const {
+        Maps {
+            made: Cell::new(0),
+            new_from: Cell::new(0),
+            changes: Cell::new(0),
+        }
+    };
+}
+
+/// How many times a map made before the last [`new_maps_from_here`] was
+/// changed in place on this thread. Maps are the only mutable values
+/// (lists, strings and objects never change) and every change goes through
+/// [`Map::borrow_mut`]: while this number stays the same, everything
+/// reachable from a value that existed at that mark is as it was.
+/// Changes to newer maps are not counted: such a map (a `dict` filled by
+/// `merge`, say) can only have become reachable from older data by a
+/// change to an older map, which is.
+pub fn map_changes() -> u64 {
+    MAPS.with(|m| m.changes.get())
+}
+
+/// Mark the maps made from now on as new for [`map_changes`]. The mark
+/// only moves forward.
+pub fn new_maps_from_here() {
+    MAPS.with(|m| m.new_from.set(m.made.get()));
 }
 
 /// Result of looking up a field or method on an [`Object`].

@@ -15,13 +15,12 @@ use antiopa::release::{self, InstallOutcome, Status};
 /// The admission webhooks' `failurePolicy` is `IgnoreOnInstallOnly`
 /// (`.Release.IsInstall | ternary "Ignore" "Fail"`).
 async fn render_next(env: &Env, chart: &Path, ns: &str) -> Rendered {
-    use rand::SeedableRng;
     let hist = release::history(&env.cluster, "kube-prometheus-stack", ns)
         .await
         .unwrap();
     let next = release::next_revision(&hist);
     let mut e = antiopa::engine::Env::new();
-    e.rng = std::cell::RefCell::new(rand_chacha::ChaCha20Rng::seed_from_u64(7));
+    e.seed(7);
     let settings = TemplateSettings {
         args: vec!["kube-prometheus-stack".into(), chart.display().to_string()],
         namespace: ns.to_string(),

@@ -12,7 +12,7 @@ pub mod builtins;
 pub mod sprig;
 
 use foldhash::HashMap;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use super::value::Value;
 
@@ -114,9 +114,15 @@ impl FuncMap {
 /// randomness and the real clock by default; [`Env::reproducible`] fixes
 /// both so that output is the same on every run (`--seed`/`--now`).
 pub struct Env {
-    pub rng: RefCell<rand_chacha::ChaCha20Rng>,
+    rng: RefCell<rand_chacha::ChaCha20Rng>,
     /// `None` = the real clock.
-    pub now: Option<chrono::DateTime<chrono::FixedOffset>>,
+    now: Option<chrono::DateTime<chrono::FixedOffset>>,
+    /// Calls whose result is not a function of their arguments: every
+    /// random draw and clock reading goes through [`Env::rng`] or
+    /// [`Env::now`], which count them, and cluster lookups count
+    /// themselves. `include` reuses only results of executions that made
+    /// none.
+    impure: Cell<u64>,
 }
 
 impl Env {
@@ -125,19 +131,46 @@ impl Env {
         Env {
             rng: RefCell::new(rand_chacha::ChaCha20Rng::from_rng(&mut rand::rng())),
             now: None,
+            impure: Cell::new(0),
         }
     }
     pub fn reproducible(seed: u64, now: chrono::DateTime<chrono::FixedOffset>) -> Self {
+        let mut env = Env::new();
+        env.seed(seed);
+        env.set_now(Some(now));
+        env
+    }
+    /// Draw from a generator seeded with `seed` (`--seed`).
+    pub fn seed(&mut self, seed: u64) {
         use rand::SeedableRng;
-        Env {
-            rng: RefCell::new(rand_chacha::ChaCha20Rng::seed_from_u64(seed)),
-            now: Some(now),
-        }
+        self.rng = RefCell::new(rand_chacha::ChaCha20Rng::seed_from_u64(seed));
+    }
+    /// A fixed clock (`--now`), or the real one.
+    pub fn set_now(&mut self, now: Option<chrono::DateTime<chrono::FixedOffset>>) {
+        self.now = now;
+    }
+    /// The random generator, for one draw.
+    pub fn rng(&self) -> std::cell::RefMut<'_, rand_chacha::ChaCha20Rng> {
+        self.mark_impure();
+        self.rng.borrow_mut()
     }
     /// The current time in the local zone (or the fixed time).
     pub fn now(&self) -> chrono::DateTime<chrono::FixedOffset> {
+        self.mark_impure();
         self.now
             .unwrap_or_else(|| chrono::Local::now().fixed_offset())
+    }
+    /// Whether the clock is fixed (`--now`).
+    pub fn clock_is_fixed(&self) -> bool {
+        self.now.is_some()
+    }
+    /// Count a call whose result depends on more than its arguments.
+    pub fn mark_impure(&self) {
+        self.impure.set(self.impure.get() + 1);
+    }
+    /// How many such calls were made so far.
+    pub fn impure_calls(&self) -> u64 {
+        self.impure.get()
     }
 }
 

@@ -147,9 +147,8 @@ pub fn render(name: &str, chart: &Path, ns: &str, set: &[&str], values_files: &[
 }
 
 fn seeded_env() -> antiopa::engine::Env {
-    use rand::SeedableRng;
     let mut env = antiopa::engine::Env::new();
-    env.rng = std::cell::RefCell::new(rand_chacha::ChaCha20Rng::seed_from_u64(7));
+    env.seed(7);
     env
 }
 

@@ -315,12 +315,11 @@ fn now_time(env: &Env) -> GoTime {
     use std::time::Instant;
     static START: OnceLock<Instant> = OnceLock::new();
     let mut t = GoTime::from_chrono(env.now());
-    t.mono = Some(match env.now {
-        Some(_) => 0,
-        None => {
-            let elapsed = START.get_or_init(Instant::now).elapsed();
-            i64::try_from(elapsed.as_nanos()).unwrap_or(i64::MAX).max(1)
-        }
+    t.mono = Some(if env.clock_is_fixed() {
+        0
+    } else {
+        let elapsed = START.get_or_init(Instant::now).elapsed();
+        i64::try_from(elapsed.as_nanos()).unwrap_or(i64::MAX).max(1)
     });
     t
 }

@@ -24,7 +24,7 @@ fn random_from(env: &Env, count: &Value, set: &[u8]) -> FuncResult {
         Value::Int(n) | Value::I64(n) => *n,
         _ => 0,
     };
-    let mut rng = env.rng.borrow_mut();
+    let mut rng = env.rng();
     let s: String = (0..n.max(0))
         .map(|_| set[rng.random_range(0..set.len())] as char)
         .collect();
@@ -60,9 +60,7 @@ fn rand_int(env: &Env, a: &[Value]) -> FuncResult {
     if n <= 0 {
         return Err("invalid argument to Intn".into());
     }
-    Ok(Value::Int(
-        env.rng.borrow_mut().random_range(0..n).wrapping_add(min),
-    ))
+    Ok(Value::Int(env.rng().random_range(0..n).wrapping_add(min)))
 }
 
 /// Sprig's `randBytes`: `count` random bytes, base64-encoded (std alphabet).
@@ -77,7 +75,7 @@ fn rand_bytes(env: &Env, a: &[Value]) -> FuncResult {
         return Err("runtime error: makeslice: len out of range".into());
     };
     let mut buf = vec![0u8; count];
-    rand::Rng::fill_bytes(&mut *env.rng.borrow_mut(), &mut buf);
+    rand::Rng::fill_bytes(&mut *env.rng(), &mut buf);
     Ok(Value::string(
         base64::engine::general_purpose::STANDARD.encode(buf),
     ))
@@ -86,7 +84,7 @@ fn rand_bytes(env: &Env, a: &[Value]) -> FuncResult {
 /// xstrings' `Shuffle`: Fisher–Yates over the string's runes.
 fn shuffle(env: &Env, a: &[Value]) -> FuncResult {
     let mut runes: Vec<char> = a[0].as_str().unwrap_or_default().chars().collect();
-    let mut rng = env.rng.borrow_mut();
+    let mut rng = env.rng();
     for i in (1..runes.len()).rev() {
         let j = rng.random_range(0..=i);
         runes.swap(i, j);
@@ -97,7 +95,7 @@ fn shuffle(env: &Env, a: &[Value]) -> FuncResult {
 /// google/uuid's `New()`: a version 4 UUID, lower-case and hyphenated.
 fn uuidv4(env: &Env, _: &[Value]) -> FuncResult {
     let mut bytes = [0u8; 16];
-    env.rng.borrow_mut().fill(&mut bytes);
+    env.rng().fill(&mut bytes);
     Ok(Value::string(
         uuid::Builder::from_random_bytes(bytes)
             .into_uuid()

@@ -199,27 +199,24 @@ pub fn pem_decode(data: &str) -> Option<(String, Vec<u8>)> {
 
 impl PrivKey {
     pub fn generate_rsa(env: &Env, bits: usize) -> Result<PrivKey, String> {
-        let key =
-            rsa::RsaPrivateKey::new(&mut *env.rng.borrow_mut(), bits).map_err(|e| e.to_string())?;
+        let key = rsa::RsaPrivateKey::new(&mut *env.rng(), bits).map_err(|e| e.to_string())?;
         Ok(PrivKey::Rsa(Box::new(key)))
     }
 
     pub fn generate_ec(env: &Env) -> PrivKey {
         use dsa::Generate;
-        PrivKey::Ec(p256::SecretKey::generate_from_rng(
-            &mut *env.rng.borrow_mut(),
-        ))
+        PrivKey::Ec(p256::SecretKey::generate_from_rng(&mut *env.rng()))
     }
 
     pub fn generate_ed25519(env: &Env) -> PrivKey {
         let mut seed = [0u8; 32];
-        env.rng.borrow_mut().fill(&mut seed);
+        env.rng().fill(&mut seed);
         PrivKey::Ed25519(Box::new(ed25519_dalek::SigningKey::from_bytes(&seed)))
     }
 
     /// `dsa.GenerateParameters(L2048N256)` + `dsa.GenerateKey`.
     pub fn generate_dsa(env: &Env) -> Result<PrivKey, String> {
-        let mut rng = env.rng.borrow_mut();
+        let mut rng = env.rng();
         let components = dsa::Components::try_generate_from_rng_with_key_size(
             &mut *rng,
             dsa::KeySize::DSA_2048_256,
@@ -340,7 +337,7 @@ impl PrivKey {
             PrivKey::Ec(k) => {
                 let signer = p256::ecdsa::SigningKey::from(k);
                 let sig: p256::ecdsa::Signature = signer
-                    .try_sign_with_rng(&mut *env.rng.borrow_mut(), tbs)
+                    .try_sign_with_rng(&mut *env.rng(), tbs)
                     .map_err(|e| e.to_string())?;
                 Ok(sig.to_der().as_bytes().to_vec())
             }
@@ -500,7 +497,7 @@ pub fn create_certificate(
 
     // Serial: rand.Int(rand.Reader, 2^128).
     let mut serial = [0u8; 16];
-    env.rng.borrow_mut().fill(&mut serial);
+    env.rng().fill(&mut serial);
 
     let now = GoTime::from_chrono(env.now());
     // time.Hour * 24 * time.Duration(daysValid): int64 nanoseconds, wrapping
