@@ -20,9 +20,8 @@ use antiopa::release::{self, InstallOutcome, InstallRequest};
 use fake_apiserver::FakeApiServer;
 
 fn render(chart: &Path, set: &[&str], next: release::Next) -> antiopa::apply::Rendered {
-    use rand::SeedableRng;
     let mut env = antiopa::engine::Env::new();
-    env.rng = std::cell::RefCell::new(rand_chacha::ChaCha20Rng::seed_from_u64(7));
+    env.seed(7);
     let settings = TemplateSettings {
         args: vec!["kube-prometheus-stack".into(), chart.display().to_string()],
         namespace: "monitoring".into(),
