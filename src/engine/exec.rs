@@ -71,11 +71,11 @@ pub struct Templates {
 /// argument many times per file, and its output is the same as long as
 /// the call is. It is the same when the argument is the same (scalars by
 /// value; lists, maps and objects by identity, a map built for the call
-/// by its entries), no map changed since ([`map_changes`]), the first
-/// execution made no random draw, clock reading or lookup
-/// ([`Env::impure_calls`]), and the namespace is the base one (not a
-/// `tpl` overlay). Go executes the template again each time; the bytes
-/// come out the same.
+/// by its entries), no map made before the call changed since
+/// ([`map_changes`]), the first execution made no random draw, clock
+/// reading or lookup ([`Env::impure_calls`]), and the namespace is the
+/// base one (not a `tpl` overlay). Go executes the template again each
+/// time; the bytes come out the same.
 struct Included {
     arg: Value,
     map_changes: u64,
@@ -178,17 +178,20 @@ impl Templates {
     }
 
     /// The output of an earlier `include` of `name` with the same argument
-    /// (see [`Included`]), for a call `depth` includes deep.
+    /// (see [`Included`]), for a call `depth` includes deep. The nesting
+    /// its execution would have gone through counts as gone through.
     fn included_before(&self, name: &str, arg: &Value, depth: usize) -> Option<Value> {
         let mut includes = self.includes.borrow_mut();
         let calls = includes.get_mut(name)?;
         let changes = map_changes();
         // Results from before a map changed can never be handed out again.
         calls.retain(|c| c.map_changes == changes);
-        calls
+        let c = calls
             .iter()
-            .find(|c| depth + c.nesting < INCLUDE_MAX && same_arg(&c.arg, arg))
-            .map(|c| c.out.clone())
+            .find(|c| depth + c.nesting < INCLUDE_MAX && same_arg(&c.arg, arg))?;
+        self.include_peak
+            .set(self.include_peak.get().max(depth + c.nesting));
+        Some(c.out.clone())
     }
 
     fn tpl_trees(&self, text: &str) -> Rc<TplParse> {

@@ -46,10 +46,10 @@ enum Phase {
     DocumentStart,
     Root,
     Body,
-    /// After a root scalar (checked to be alone in its document).
+    /// After the root node (only comments or a document marker follow).
     DocumentEnd,
+    /// The end; asked again, the end again.
     StreamEnd,
-    Done,
 }
 
 /// The longest simple key libyaml accepts (a longer one is an error).
@@ -96,10 +96,7 @@ impl<'a> Fast<'a> {
                 self.phase = Phase::StreamEnd;
                 Event::DocumentEnd
             }
-            Phase::StreamEnd | Phase::Done => {
-                self.phase = Phase::Done;
-                Event::StreamEnd
-            }
+            Phase::StreamEnd => Event::StreamEnd,
         };
         Ok((ev, Span::default()))
     }

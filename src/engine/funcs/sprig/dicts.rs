@@ -17,7 +17,7 @@ use std::rc::Rc;
 use super::conv::strval;
 use super::{arg, arg_str, def, defv, tail};
 use crate::engine::funcs::{Env, FuncDef, FuncResult, Param};
-use crate::engine::value::{Entries, Map, MapKind, Value};
+use crate::engine::value::{Map, MapKind, Value};
 
 use Param::{Any, Str};
 
@@ -66,16 +66,17 @@ fn as_map(v: &Value) -> Option<Rc<Map>> {
 }
 
 fn dict(_: &Env, a: &[Value]) -> FuncResult {
-    // Built whole: a new map is no change of one (see `map_changes`).
-    let mut entries = Entries::new();
-    for pair in a.chunks(2) {
-        let key = strval(&pair[0]);
-        entries.insert(
-            Rc::from(key.as_str()),
-            pair.get(1).cloned().unwrap_or_else(|| Value::str("")),
-        );
+    let out = Value::empty_map();
+    if let Value::Map(m) = &out {
+        for pair in a.chunks(2) {
+            let key = strval(&pair[0]);
+            m.insert(
+                key.as_str(),
+                pair.get(1).cloned().unwrap_or_else(|| Value::str("")),
+            );
+        }
     }
-    Ok(Value::map(entries))
+    Ok(out)
 }
 
 fn get(_: &Env, a: &[Value]) -> FuncResult {
