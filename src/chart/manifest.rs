@@ -644,7 +644,21 @@ fn json_kind(v: &Yaml) -> &'static str {
 /// One `---\n# Source: path\ncontent\n` block, as Helm prints every
 /// document.
 pub fn source_block(path: &str, content: &str) -> String {
-    format!("---\n# Source: {path}\n{content}\n")
+    let mut out = String::with_capacity(source_block_len(path, content));
+    push_source_block(&mut out, path, content);
+    out
+}
+
+/// Append [`source_block`]`(path, content)` to `out`.
+pub fn push_source_block(out: &mut String, path: &str, content: &str) {
+    for part in ["---\n# Source: ", path, "\n", content, "\n"] {
+        out.push_str(part);
+    }
+}
+
+/// The length of [`source_block`]`(path, content)`.
+pub fn source_block_len(path: &str, content: &str) -> usize {
+    "---\n# Source: \n\n".len() + path.len() + content.len()
 }
 
 /// Go's `path/filepath.Match` (Unix): `*` and `?` stop at `/`, `[…]` with

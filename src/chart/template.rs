@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::chart::Chart;
 use crate::chart::capabilities::{Capabilities, KubeVersion};
-use crate::chart::manifest::{self, Hook, Manifest, source_block};
+use crate::chart::manifest::{self, Hook, source_block};
 use crate::chart::render::{self, ReleaseOptions};
 use crate::chart::strvals::ValueOptions;
 use crate::engine::Env;
@@ -302,43 +302,68 @@ pub fn run_keeping(
     }
 
     let mut writer = OutputDir::new(s.output_dir.as_deref(), out);
-    let mut body = String::new();
-    if s.include_crds {
-        for (filename, data) in crd_objects(&chart) {
-            match &mut writer {
-                Some(w) => w.write(None, &filename, &data)?,
-                None => body.push_str(&source_block(&filename, &data)),
-            }
-        }
-    }
+    let crds = if s.include_crds {
+        crd_objects(&chart)
+    } else {
+        Vec::new()
+    };
     let release_dir = if s.release_name_dir {
         Some(name.as_str())
     } else {
         None
     };
-    for Manifest {
-        name: path,
-        content,
-        ..
-    } in &sorted.manifests
-    {
-        match &mut writer {
-            Some(w) => w.write(release_dir, path, content)?,
-            None => body.push_str(&source_block(path, content)),
-        }
-    }
-
-    // cmd/helm/template.go
-    let mut text = format!("{}\n", body.trim());
-    if !s.no_hooks {
-        for Hook { path, manifest, .. } in sorted
+    let hooks: Vec<&Hook> = if s.no_hooks {
+        Vec::new()
+    } else {
+        sorted
             .hooks
             .iter()
             .filter(|h| !(s.skip_tests && h.is_test()))
-        {
-            match &mut writer {
-                Some(w) => w.write_hook(release_dir, path, manifest)?,
-                None => text.push_str(&source_block(path, manifest)),
+            .collect()
+    };
+    // cmd/helm/template.go prints the CRDs' and manifests' blocks trimmed
+    // (`strings.TrimSpace`), a newline, then the hooks' blocks. Built in
+    // one buffer of its final size: a big chart prints megabytes, and
+    // growing the text and copying it again to trim it cost as much as
+    // writing it.
+    let mut text = String::new();
+    match &mut writer {
+        Some(w) => {
+            for (filename, data) in &crds {
+                w.write(None, filename, data)?;
+            }
+            for m in &sorted.manifests {
+                w.write(release_dir, &m.name, &m.content)?;
+            }
+            for h in &hooks {
+                w.write_hook(release_dir, &h.path, &h.manifest)?;
+            }
+            // What stays on stdout: the (empty) trimmed body's newline.
+            text.push('\n');
+        }
+        None => {
+            let body = crds.iter().map(|(f, d)| (f.as_str(), d.as_str())).chain(
+                sorted
+                    .manifests
+                    .iter()
+                    .map(|m| (m.name.as_str(), m.content.as_str())),
+            );
+            let hook_blocks = hooks.iter().map(|h| (h.path.as_str(), h.manifest.as_str()));
+            let len: usize = body
+                .clone()
+                .chain(hook_blocks.clone())
+                .map(|(p, c)| manifest::source_block_len(p, c))
+                .sum();
+            text.reserve_exact(len + 1);
+            for (path, content) in body {
+                manifest::push_source_block(&mut text, path, content);
+            }
+            text.truncate(text.trim_end().len());
+            let lead = text.len() - text.trim_start().len();
+            text.drain(..lead);
+            text.push('\n');
+            for (path, content) in hook_blocks {
+                manifest::push_source_block(&mut text, path, content);
             }
         }
     }

@@ -15,7 +15,7 @@
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
-use regex::Regex;
+use crate::engine::funcs::sprig::regex::Regex;
 
 use super::json::{J, Keys, Obj, marshal_without_number};
 use super::num::Dec;

@@ -114,7 +114,9 @@ impl FuncMap {
 /// randomness and the real clock by default; [`Env::reproducible`] fixes
 /// both so that output is the same on every run (`--seed`/`--now`).
 pub struct Env {
-    rng: RefCell<rand_chacha::ChaCha20Rng>,
+    /// Seeded from the OS on the first draw: most renders draw nothing, and
+    /// seeding reads the OS's randomness and probes the CPU's features.
+    rng: RefCell<Option<rand_chacha::ChaCha20Rng>>,
     /// `None` = the real clock.
     now: Option<chrono::DateTime<chrono::FixedOffset>>,
     /// Calls whose result is not a function of their arguments: every
@@ -127,9 +129,8 @@ pub struct Env {
 
 impl Env {
     pub fn new() -> Self {
-        use rand::SeedableRng;
         Env {
-            rng: RefCell::new(rand_chacha::ChaCha20Rng::from_rng(&mut rand::rng())),
+            rng: RefCell::new(None),
             now: None,
             impure: Cell::new(0),
         }
@@ -143,7 +144,7 @@ impl Env {
     /// Draw from a generator seeded with `seed` (`--seed`).
     pub fn seed(&mut self, seed: u64) {
         use rand::SeedableRng;
-        self.rng = RefCell::new(rand_chacha::ChaCha20Rng::seed_from_u64(seed));
+        self.rng = RefCell::new(Some(rand_chacha::ChaCha20Rng::seed_from_u64(seed)));
     }
     /// A fixed clock (`--now`), or the real one.
     pub fn set_now(&mut self, now: Option<chrono::DateTime<chrono::FixedOffset>>) {
@@ -151,8 +152,11 @@ impl Env {
     }
     /// The random generator, for one draw.
     pub fn rng(&self) -> std::cell::RefMut<'_, rand_chacha::ChaCha20Rng> {
+        use rand::SeedableRng;
         self.mark_impure();
-        self.rng.borrow_mut()
+        std::cell::RefMut::map(self.rng.borrow_mut(), |r| {
+            r.get_or_insert_with(|| rand_chacha::ChaCha20Rng::from_rng(&mut rand::rng()))
+        })
     }
     /// The current time in the local zone (or the fixed time).
     pub fn now(&self) -> chrono::DateTime<chrono::FixedOffset> {

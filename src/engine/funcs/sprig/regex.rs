@@ -12,12 +12,13 @@
 //! (`\<`, `\b{start}`, repeat counts above 1000), and error texts for bad
 //! patterns are mapped to Go's codes (`missing closing )`, …) but the quoted
 //! fragment may differ from Go's for complex patterns.
+//!
+//! Most patterns are compiled with `regex-lite`, the same crate's small
+//! engine (see [`Regex`]).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
-
-use regex::Regex;
 
 use super::conv::string_list;
 use super::strings::go_quote;
@@ -101,11 +102,100 @@ pub const FUNCS: &[FuncDef] = &[
     }),
 ];
 
+/// A compiled pattern, by one of two engines with the same syntax and
+/// matching rules (leftmost-first, Unicode scalar values).
+///
+/// `regex-lite` (a backtracker and a Pike VM, no automata built ahead)
+/// compiles what charts use (`(-?[^a-z\d\-])+-?` for names, image tags,
+/// versions) in microseconds; the `regex` crate spent 0.2–0.6 ms and a
+/// 300 KB table on that one pattern, a few percent of rendering a bitnami
+/// chart, to search strings of a few dozen bytes. `regex` takes what only it
+/// reads like Go: Unicode classes (`\pL`) and flag groups (`(?i)` folds case
+/// across Unicode in Go, in ASCII only in `regex-lite`; the translation's
+/// ASCII `\b` is `(?-u:\b)`), and whatever `regex-lite` rejects (its size
+/// limits are lower), so that errors read as before.
+#[derive(Debug)]
+pub enum Regex {
+    Lite(regex_lite::Regex),
+    Full(regex::Regex),
+}
+
+/// Capture group positions of the last match of a [`Regex`].
+enum Locations {
+    Lite(regex_lite::CaptureLocations),
+    Full(regex::CaptureLocations),
+}
+
+impl Regex {
+    /// Compile a pattern already in the crates' syntax (see [`translate`]);
+    /// `None` if it is invalid.
+    fn new(pattern: &str) -> Option<Regex> {
+        let lite = !pattern.contains("(?") && !pattern.contains("\\p") && !pattern.contains("\\P");
+        if lite && let Ok(re) = regex_lite::Regex::new(pattern) {
+            return Some(Regex::Lite(re));
+        }
+        regex::Regex::new(pattern).ok().map(Regex::Full)
+    }
+
+    pub fn is_match(&self, s: &str) -> bool {
+        match self {
+            Regex::Lite(re) => re.is_match(s),
+            Regex::Full(re) => re.is_match(s),
+        }
+    }
+
+    /// The span of the leftmost-first match starting at or after `start`
+    /// (what comes before `start` still counts for `^` and `\b`).
+    fn find_at(&self, s: &str, start: usize) -> Option<(usize, usize)> {
+        match self {
+            Regex::Lite(re) => re.find_at(s, start).map(|m| (m.start(), m.end())),
+            Regex::Full(re) => re.find_at(s, start).map(|m| (m.start(), m.end())),
+        }
+    }
+
+    fn locations(&self) -> Locations {
+        match self {
+            Regex::Lite(re) => Locations::Lite(re.capture_locations()),
+            Regex::Full(re) => Locations::Full(re.capture_locations()),
+        }
+    }
+
+    /// As [`Regex::find_at`], filling in `locs` with the groups' spans.
+    fn captures_at(&self, locs: &mut Locations, s: &str, start: usize) -> Option<(usize, usize)> {
+        match (self, locs) {
+            (Regex::Lite(re), Locations::Lite(l)) => re
+                .captures_read_at(l, s, start)
+                .map(|m| (m.start(), m.end())),
+            (Regex::Full(re), Locations::Full(l)) => re
+                .captures_read_at(l, s, start)
+                .map(|m| (m.start(), m.end())),
+            _ => None,
+        }
+    }
+
+    /// The index of the group named `name`.
+    fn group_index(&self, name: &str) -> Option<usize> {
+        match self {
+            Regex::Lite(re) => re.capture_names().position(|g| g == Some(name)),
+            Regex::Full(re) => re.capture_names().position(|g| g == Some(name)),
+        }
+    }
+}
+
+impl Locations {
+    fn get(&self, group: usize) -> Option<(usize, usize)> {
+        match self {
+            Locations::Lite(l) => l.get(group),
+            Locations::Full(l) => l.get(group),
+        }
+    }
+}
+
 /// Go's `regexp.Compile`, with Go-style error text. Compiled patterns are
 /// cached per thread: charts call `regexReplaceAll` inside loops. The cache
-/// hands out the same `Regex`, not clones: a clone starts with an empty pool
-/// of search caches, and building one (the lazy DFA's tables) cost ten times
-/// a short search.
+/// hands out the same `Regex`, not clones: a clone of a `regex` crate
+/// pattern starts with an empty pool of search caches, and building one
+/// (the lazy DFA's tables) cost ten times a short search.
 pub fn compile(expr: &str) -> Result<Rc<Regex>, String> {
     thread_local! {
         static CACHE: RefCell<HashMap<String, Rc<Regex>>> = RefCell::new(HashMap::new());
@@ -114,7 +204,7 @@ pub fn compile(expr: &str) -> Result<Rc<Regex>, String> {
         return Ok(re);
     }
     let translated = translate(expr)?;
-    let re = Rc::new(Regex::new(&translated).map_err(|_| go_error(expr, &translated))?);
+    let re = Rc::new(Regex::new(&translated).ok_or_else(|| go_error(expr, &translated))?);
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         if c.len() >= 512 {
@@ -389,19 +479,21 @@ fn all_matches(re: &Regex, s: &str, n: i64) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let (mut pos, mut prev_end): (usize, Option<usize>) = (0, None);
     while (out.len() as i64) < limit && pos <= s.len() {
-        let Some(m) = re.find_at(s, pos) else { break };
+        let Some((start, end)) = re.find_at(s, pos) else {
+            break;
+        };
         let mut accept = true;
-        if m.end() == pos {
-            if Some(m.start()) == prev_end {
+        if end == pos {
+            if Some(start) == prev_end {
                 accept = false;
             }
             pos += s[pos..].chars().next().map_or(1, char::len_utf8);
         } else {
-            pos = m.end();
+            pos = end;
         }
-        prev_end = Some(m.end());
+        prev_end = Some(end);
         if accept {
-            out.push((m.start(), m.end()));
+            out.push((start, end));
         }
     }
     out
@@ -421,7 +513,7 @@ fn find_all(re: &Regex, a: &[Value]) -> FuncResult {
 }
 
 fn find(re: &Regex, s: &str) -> FuncResult {
-    Ok(Value::str(re.find(s).map_or("", |m| m.as_str())))
+    Ok(Value::str(re.find_at(s, 0).map_or("", |(b, e)| &s[b..e])))
 }
 
 /// Go's `Regexp.Split`.
@@ -456,12 +548,11 @@ fn replace_all(re: &Regex, src: &str, repl: &str, expand: bool) -> String {
     let mut buf = String::new();
     let mut last_end = 0usize;
     let mut search = 0usize;
-    let mut locs = re.capture_locations();
+    let mut locs = re.locations();
     while search <= src.len() {
-        let Some(m) = re.captures_read_at(&mut locs, src, search) else {
+        let Some((ms, me)) = re.captures_at(&mut locs, src, search) else {
             break;
         };
-        let (ms, me) = (m.start(), m.end());
         buf.push_str(&src[last_end..ms]);
         if me > last_end || ms == 0 {
             if expand {
@@ -486,13 +577,7 @@ fn replace_all(re: &Regex, src: &str, repl: &str, expand: bool) -> String {
 
 /// Go's `Regexp.expand`: `$1`, `$name`, `${name}`, `$$`; a malformed
 /// reference is copied literally and an unknown group expands to nothing.
-fn go_expand(
-    re: &Regex,
-    dst: &mut String,
-    template: &str,
-    src: &str,
-    locs: &regex::CaptureLocations,
-) {
+fn go_expand(re: &Regex, dst: &mut String, template: &str, src: &str, locs: &Locations) {
     let mut t = template;
     while let Some(at) = t.find('$') {
         dst.push_str(&t[..at]);
@@ -509,7 +594,7 @@ fn go_expand(
         t = rest;
         let group = match num {
             Some(n) => Some(n),
-            None => re.capture_names().position(|g| g == Some(name)),
+            None => re.group_index(name),
         };
         if let Some((b, e)) = group.and_then(|g| locs.get(g)) {
             dst.push_str(&src[b..e]);
@@ -656,5 +741,81 @@ mod tests {
             err("mustRegexFind", &[s("*"), s("x")]),
             "error parsing regexp: missing argument to repetition operator: `*`"
         );
+    }
+
+    /// Patterns charts use compile with `regex-lite`, and the two engines
+    /// find the same matches and groups at every start position (what the
+    /// Go-style iteration of `FindAll`, `Split` and `ReplaceAll` asks).
+    #[test]
+    fn both_engines_match_alike() {
+        use super::{Regex, translate};
+        let charts = [
+            r"(-?[^a-z\d\-])+-?",
+            r"{(v[0-9])*[^}]*}}$",
+            r"-r\d+$|sha256:",
+            r"^([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?$",
+            r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+            r"\W",
+            r"[[:alpha:]]+|\s+",
+        ];
+        for p in charts {
+            let t = translate(p).unwrap();
+            assert!(matches!(Regex::new(&t), Some(Regex::Lite(_))), "{p}");
+        }
+        let others = [
+            "",
+            "a*",
+            "x*?y",
+            "(a|ab)(c|bcd)(d*)",
+            "é+|ü",
+            r"\Qa.b\E",
+            "^$",
+            ".",
+            "(?P<n>[a-z]+)-(\\d+)",
+            "$",
+            "[^x]",
+            r"a{2,3}",
+            r"(a*)+",
+        ];
+        let hays = [
+            "",
+            "abc",
+            "My-Release_Name",
+            "v1.2.3-r4",
+            "sha256:abcd",
+            "héllo wörld ü",
+            "a-b--c",
+            "{v1}}",
+            "x\ny",
+            "1.2.3-alpha.1+build.5",
+            "abcd",
+            "aa-12 foo",
+            "xxy",
+        ];
+        for p in charts.iter().chain(&others) {
+            let t = translate(p).unwrap();
+            let lite = regex_lite::Regex::new(&t).unwrap();
+            let full = regex::Regex::new(&t).unwrap();
+            let (mut ll, mut fl) = (lite.capture_locations(), full.capture_locations());
+            for h in hays {
+                for start in (0..=h.len()).filter(|&i| h.is_char_boundary(i)) {
+                    let l = lite.captures_read_at(&mut ll, h, start).map(|m| m.range());
+                    let f = full.captures_read_at(&mut fl, h, start).map(|m| m.range());
+                    assert_eq!(l, f, "{p:?} on {h:?} from {start}");
+                    // After no match the locations are stale (regex-lite
+                    // leaves them, regex clears them); nobody reads them.
+                    if l.is_none() {
+                        continue;
+                    }
+                    for g in 0..ll.len() {
+                        assert_eq!(
+                            ll.get(g),
+                            fl.get(g),
+                            "{p:?} on {h:?} from {start}, group {g}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }
