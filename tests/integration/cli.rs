@@ -56,25 +56,22 @@ fn similar_asserts(got: &str, want: &str) {
     }
 }
 
+/// `antiopa template demo charts/hello --namespace web`, then `extra`.
+fn template_hello(extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["template", "demo", "charts/hello", "--namespace", "web"];
+    args.extend_from_slice(extra);
+    antiopa(&args)
+}
+
 #[test]
 fn readme_command_renders_hello_like_helm() {
-    let out = antiopa(&["template", "demo", "charts/hello", "--namespace", "web"]);
+    let out = template_hello(&[]);
     assert_same(out, &expected("hello-demo.yaml"));
 }
 
 #[test]
 fn set_flags_change_the_render_like_helm() {
-    let out = antiopa(&[
-        "template",
-        "demo",
-        "charts/hello",
-        "--namespace",
-        "web",
-        "--set",
-        "ingress.enabled=true",
-        "--set",
-        "replicaCount=3",
-    ]);
+    let out = template_hello(&["--set", "ingress.enabled=true", "--set", "replicaCount=3"]);
     assert_same(out, &expected("hello-ingress.yaml"));
 }
 
@@ -87,15 +84,7 @@ fn output_dir_writes_the_files_and_prints_helms_lines() {
     let dir = tempfile::tempdir().expect("temp dir");
     let out_dir = dir.path().join("out");
     let out_arg = out_dir.to_string_lossy().into_owned();
-    let out = antiopa(&[
-        "template",
-        "demo",
-        "charts/hello",
-        "--namespace",
-        "web",
-        "--output-dir",
-        &out_arg,
-    ]);
+    let out = template_hello(&["--output-dir", &out_arg]);
     assert!(out.status.success(), "{out:?}");
     let printed = expected("hello-demo.yaml");
     let sources: Vec<&str> = printed
