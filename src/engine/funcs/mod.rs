@@ -90,7 +90,11 @@ impl FuncMap {
     /// Go's builtins plus every Sprig v3.3.0 function (`env` and `expandenv`
     /// included; Helm removes those two itself).
     pub fn standard() -> Self {
-        let mut m = FuncMap::default();
+        // Sized for the ~250 functions up front: growing it rehashed the
+        // entries on every run (29,000 instructions, 5 % of a small chart's).
+        let mut m = FuncMap {
+            funcs: HashMap::with_capacity_and_hasher(256, Default::default()),
+        };
         builtins::register(&mut m);
         sprig::register(&mut m);
         m
