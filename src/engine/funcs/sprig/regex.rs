@@ -16,7 +16,7 @@
 //! Most patterns are compiled with `regex-lite`, the same crate's small
 //! engine (see [`Regex`]).
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -109,15 +109,35 @@ pub const FUNCS: &[FuncDef] = &[
 /// compiles what charts use (`(-?[^a-z\d\-])+-?` for names, image tags,
 /// versions) in microseconds; the `regex` crate spent 0.2–0.6 ms and a
 /// 300 KB table on that one pattern, a few percent of rendering a bitnami
-/// chart, to search strings of a few dozen bytes. `regex` takes what only it
-/// reads like Go: Unicode classes (`\pL`) and flag groups (`(?i)` folds case
-/// across Unicode in Go, in ASCII only in `regex-lite`; the translation's
-/// ASCII `\b` is `(?-u:\b)`), and whatever `regex-lite` rejects (its size
-/// limits are lower), so that errors read as before.
+/// chart, to search strings of a few dozen bytes. On long texts the `regex`
+/// crate's automata pay for themselves (`regex-lite` took 0.14 s, as long
+/// as helm, for three searches of a 2 MB file, against 0.02 s), so it is
+/// compiled too the first time the pattern meets a text longer than
+/// [`LONG_TEXT`]. It alone takes what only it reads like Go: Unicode
+/// classes (`\pL`) and flag groups (`(?i)` folds case across Unicode in
+/// Go, in ASCII only in `regex-lite`; the translation's ASCII `\b` is
+/// `(?-u:\b)`), and whatever `regex-lite` rejects (its size limits are
+/// lower), so that errors read as before.
 #[derive(Debug)]
 pub enum Regex {
-    Lite(regex_lite::Regex),
+    Lite {
+        re: regex_lite::Regex,
+        pattern: Box<str>,
+        /// The `regex` crate's compilation, made for the first long text;
+        /// `None` inside if it rejects what `regex-lite` took.
+        full: OnceCell<Option<regex::Regex>>,
+    },
     Full(regex::Regex),
+}
+
+/// Text length from which a search uses the `regex` crate's engine.
+const LONG_TEXT: usize = 8 * 1024;
+
+/// The engine one search runs on (see [`Regex`]).
+#[derive(Clone, Copy)]
+enum Engine<'r> {
+    Lite(&'r regex_lite::Regex),
+    Full(&'r regex::Regex),
 }
 
 /// Capture group positions of the last match of a [`Regex`].
@@ -130,54 +150,72 @@ impl Regex {
     /// Compile a pattern already in the crates' syntax (see [`translate`]);
     /// `None` if it is invalid.
     fn new(pattern: &str) -> Option<Regex> {
-        let lite = !pattern.contains("(?") && !pattern.contains("\\p") && !pattern.contains("\\P");
-        if lite && let Ok(re) = regex_lite::Regex::new(pattern) {
-            return Some(Regex::Lite(re));
+        let plain = !pattern.contains("(?") && !pattern.contains("\\p") && !pattern.contains("\\P");
+        if plain && let Ok(re) = regex_lite::Regex::new(pattern) {
+            return Some(Regex::Lite {
+                re,
+                pattern: pattern.into(),
+                full: OnceCell::new(),
+            });
         }
         regex::Regex::new(pattern).ok().map(Regex::Full)
     }
 
-    pub fn is_match(&self, s: &str) -> bool {
+    /// The engine for searches of `s`.
+    fn engine(&self, s: &str) -> Engine<'_> {
         match self {
-            Regex::Lite(re) => re.is_match(s),
-            Regex::Full(re) => re.is_match(s),
+            Regex::Full(re) => Engine::Full(re),
+            Regex::Lite { re, .. } if s.len() < LONG_TEXT => Engine::Lite(re),
+            Regex::Lite { re, pattern, full } => full
+                .get_or_init(|| regex::Regex::new(pattern).ok())
+                .as_ref()
+                .map_or(Engine::Lite(re), Engine::Full),
+        }
+    }
+
+    pub fn is_match(&self, s: &str) -> bool {
+        match self.engine(s) {
+            Engine::Lite(re) => re.is_match(s),
+            Engine::Full(re) => re.is_match(s),
         }
     }
 
     /// The span of the leftmost-first match starting at or after `start`
     /// (what comes before `start` still counts for `^` and `\b`).
     fn find_at(&self, s: &str, start: usize) -> Option<(usize, usize)> {
-        match self {
-            Regex::Lite(re) => re.find_at(s, start).map(|m| (m.start(), m.end())),
-            Regex::Full(re) => re.find_at(s, start).map(|m| (m.start(), m.end())),
+        match self.engine(s) {
+            Engine::Lite(re) => re.find_at(s, start).map(|m| (m.start(), m.end())),
+            Engine::Full(re) => re.find_at(s, start).map(|m| (m.start(), m.end())),
         }
     }
 
-    fn locations(&self) -> Locations {
-        match self {
-            Regex::Lite(re) => Locations::Lite(re.capture_locations()),
-            Regex::Full(re) => Locations::Full(re.capture_locations()),
+    /// Group positions for searches of `s`.
+    fn locations(&self, s: &str) -> Locations {
+        match self.engine(s) {
+            Engine::Lite(re) => Locations::Lite(re.capture_locations()),
+            Engine::Full(re) => Locations::Full(re.capture_locations()),
         }
     }
 
-    /// As [`Regex::find_at`], filling in `locs` with the groups' spans.
+    /// As [`Regex::find_at`], filling in `locs` (from
+    /// [`Regex::locations`] of the same `s`) with the groups' spans.
     fn captures_at(&self, locs: &mut Locations, s: &str, start: usize) -> Option<(usize, usize)> {
-        match (self, locs) {
-            (Regex::Lite(re), Locations::Lite(l)) => re
+        match (self.engine(s), locs) {
+            (Engine::Lite(re), Locations::Lite(l)) => re
                 .captures_read_at(l, s, start)
                 .map(|m| (m.start(), m.end())),
-            (Regex::Full(re), Locations::Full(l)) => re
+            (Engine::Full(re), Locations::Full(l)) => re
                 .captures_read_at(l, s, start)
                 .map(|m| (m.start(), m.end())),
             _ => None,
         }
     }
 
-    /// The index of the group named `name`.
+    /// The index of the group named `name` (the same in both engines).
     fn group_index(&self, name: &str) -> Option<usize> {
-        match self {
-            Regex::Lite(re) => re.capture_names().position(|g| g == Some(name)),
-            Regex::Full(re) => re.capture_names().position(|g| g == Some(name)),
+        match self.engine("") {
+            Engine::Lite(re) => re.capture_names().position(|g| g == Some(name)),
+            Engine::Full(re) => re.capture_names().position(|g| g == Some(name)),
         }
     }
 }
@@ -548,7 +586,7 @@ fn replace_all(re: &Regex, src: &str, repl: &str, expand: bool) -> String {
     let mut buf = String::new();
     let mut last_end = 0usize;
     let mut search = 0usize;
-    let mut locs = re.locations();
+    let mut locs = re.locations(src);
     while search <= src.len() {
         let Some((ms, me)) = re.captures_at(&mut locs, src, search) else {
             break;
@@ -760,7 +798,7 @@ mod tests {
         ];
         for p in charts {
             let t = translate(p).unwrap();
-            assert!(matches!(Regex::new(&t), Some(Regex::Lite(_))), "{p}");
+            assert!(matches!(Regex::new(&t), Some(Regex::Lite { .. })), "{p}");
         }
         let others = [
             "",
@@ -817,5 +855,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Texts from `LONG_TEXT` on are searched by the `regex` crate's
+    /// engine, with the same results (groups included).
+    #[test]
+    fn long_texts_match_like_short_ones() {
+        let long = "ab-12 ".repeat(2000);
+        assert!(long.len() > super::LONG_TEXT);
+        let swapped = v(
+            "regexReplaceAll",
+            &[s("([a-z]+)-(\\d+)"), s(&long), s("$2$1")],
+        );
+        assert_eq!(swapped, "12ab ".repeat(2000));
+        let found = v("regexFindAll", &[s("[0-9]+"), s(&long), i(-1)]);
+        assert_eq!(found, format!("[{}]", vec!["12"; 2000].join(" ")));
+        assert_eq!(v("regexMatch", &[s("b-1"), s(&long)]), "true");
     }
 }
