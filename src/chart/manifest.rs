@@ -649,16 +649,24 @@ pub fn source_block(path: &str, content: &str) -> String {
     out
 }
 
+/// The parts of [`source_block`]`(path, content)`.
+fn source_block_parts<'a>(path: &'a str, content: &'a str) -> [&'a str; 5] {
+    ["---\n# Source: ", path, "\n", content, "\n"]
+}
+
 /// Append [`source_block`]`(path, content)` to `out`.
 pub fn push_source_block(out: &mut String, path: &str, content: &str) {
-    for part in ["---\n# Source: ", path, "\n", content, "\n"] {
+    for part in source_block_parts(path, content) {
         out.push_str(part);
     }
 }
 
 /// The length of [`source_block`]`(path, content)`.
 pub fn source_block_len(path: &str, content: &str) -> usize {
-    "---\n# Source: \n\n".len() + path.len() + content.len()
+    source_block_parts(path, content)
+        .iter()
+        .map(|p| p.len())
+        .sum()
 }
 
 /// Go's `path/filepath.Match` (Unix): `*` and `?` stop at `/`, `[…]` with

@@ -140,10 +140,11 @@ enum Engine<'r> {
     Full(&'r regex::Regex),
 }
 
-/// Capture group positions of the last match of a [`Regex`].
-enum Locations {
-    Lite(regex_lite::CaptureLocations),
-    Full(regex::CaptureLocations),
+/// One engine's capture-group positions, filled in by each search: what
+/// `ReplaceAll` expands `$1` and `$name` from.
+enum Captures<'r> {
+    Lite(&'r regex_lite::Regex, regex_lite::CaptureLocations),
+    Full(&'r regex::Regex, regex::CaptureLocations),
 }
 
 impl Regex {
@@ -189,42 +190,41 @@ impl Regex {
         }
     }
 
-    /// Group positions for searches of `s`.
-    fn locations(&self, s: &str) -> Locations {
+    /// Group positions for searches of `s`, on the engine for `s`.
+    fn captures(&self, s: &str) -> Captures<'_> {
         match self.engine(s) {
-            Engine::Lite(re) => Locations::Lite(re.capture_locations()),
-            Engine::Full(re) => Locations::Full(re.capture_locations()),
-        }
-    }
-
-    /// As [`Regex::find_at`], filling in `locs` (from
-    /// [`Regex::locations`] of the same `s`) with the groups' spans.
-    fn captures_at(&self, locs: &mut Locations, s: &str, start: usize) -> Option<(usize, usize)> {
-        match (self.engine(s), locs) {
-            (Engine::Lite(re), Locations::Lite(l)) => re
-                .captures_read_at(l, s, start)
-                .map(|m| (m.start(), m.end())),
-            (Engine::Full(re), Locations::Full(l)) => re
-                .captures_read_at(l, s, start)
-                .map(|m| (m.start(), m.end())),
-            _ => None,
-        }
-    }
-
-    /// The index of the group named `name` (the same in both engines).
-    fn group_index(&self, name: &str) -> Option<usize> {
-        match self.engine("") {
-            Engine::Lite(re) => re.capture_names().position(|g| g == Some(name)),
-            Engine::Full(re) => re.capture_names().position(|g| g == Some(name)),
+            Engine::Lite(re) => Captures::Lite(re, re.capture_locations()),
+            Engine::Full(re) => Captures::Full(re, re.capture_locations()),
         }
     }
 }
 
-impl Locations {
+impl Captures<'_> {
+    /// The span of the leftmost-first match in `s` at or after `start`,
+    /// with the groups' spans kept for [`Captures::get`].
+    fn read_at(&mut self, s: &str, start: usize) -> Option<(usize, usize)> {
+        match self {
+            Captures::Lite(re, l) => re
+                .captures_read_at(l, s, start)
+                .map(|m| (m.start(), m.end())),
+            Captures::Full(re, l) => re
+                .captures_read_at(l, s, start)
+                .map(|m| (m.start(), m.end())),
+        }
+    }
+
     fn get(&self, group: usize) -> Option<(usize, usize)> {
         match self {
-            Locations::Lite(l) => l.get(group),
-            Locations::Full(l) => l.get(group),
+            Captures::Lite(_, l) => l.get(group),
+            Captures::Full(_, l) => l.get(group),
+        }
+    }
+
+    /// The index of the group named `name`.
+    fn group_index(&self, name: &str) -> Option<usize> {
+        match self {
+            Captures::Lite(re, _) => re.capture_names().position(|g| g == Some(name)),
+            Captures::Full(re, _) => re.capture_names().position(|g| g == Some(name)),
         }
     }
 }
@@ -586,15 +586,15 @@ fn replace_all(re: &Regex, src: &str, repl: &str, expand: bool) -> String {
     let mut buf = String::new();
     let mut last_end = 0usize;
     let mut search = 0usize;
-    let mut locs = re.locations(src);
+    let mut caps = re.captures(src);
     while search <= src.len() {
-        let Some((ms, me)) = re.captures_at(&mut locs, src, search) else {
+        let Some((ms, me)) = caps.read_at(src, search) else {
             break;
         };
         buf.push_str(&src[last_end..ms]);
         if me > last_end || ms == 0 {
             if expand {
-                go_expand(re, &mut buf, repl, src, &locs);
+                go_expand(&mut buf, repl, src, &caps);
             } else {
                 buf.push_str(repl);
             }
@@ -615,7 +615,7 @@ fn replace_all(re: &Regex, src: &str, repl: &str, expand: bool) -> String {
 
 /// Go's `Regexp.expand`: `$1`, `$name`, `${name}`, `$$`; a malformed
 /// reference is copied literally and an unknown group expands to nothing.
-fn go_expand(re: &Regex, dst: &mut String, template: &str, src: &str, locs: &Locations) {
+fn go_expand(dst: &mut String, template: &str, src: &str, caps: &Captures) {
     let mut t = template;
     while let Some(at) = t.find('$') {
         dst.push_str(&t[..at]);
@@ -632,9 +632,9 @@ fn go_expand(re: &Regex, dst: &mut String, template: &str, src: &str, locs: &Loc
         t = rest;
         let group = match num {
             Some(n) => Some(n),
-            None => re.group_index(name),
+            None => caps.group_index(name),
         };
-        if let Some((b, e)) = group.and_then(|g| locs.get(g)) {
+        if let Some((b, e)) = group.and_then(|g| caps.get(g)) {
             dst.push_str(&src[b..e]);
         }
     }
