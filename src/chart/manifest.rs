@@ -373,17 +373,15 @@ impl HeadWorker {
     pub fn start() -> Option<HeadWorker> {
         let queue = Arc::new(HeadQueue::default());
         let shared = queue.clone();
-        let handle = std::thread::Builder::new()
-            // The loader recurses per nesting level; address space only.
-            .stack_size(256 << 20)
-            .spawn(move || {
-                let mut pre = PreParsed::default();
-                while let Some((path, content)) = shared.next() {
-                    pre.parse(path, &content);
-                }
-                pre
-            })
-            .ok()?;
+        // The loader recurses per nesting level; address space only.
+        let handle = crate::chart::workers::spawn(256 << 20, move || {
+            let mut pre = PreParsed::default();
+            while let Some((path, content)) = shared.next() {
+                pre.parse(path, &content);
+            }
+            pre
+        })
+        .ok()?;
         Some(HeadWorker { queue, handle })
     }
 
@@ -422,7 +420,7 @@ impl HeadWorker {
 fn parse_heads(docs: &[&str]) -> Vec<Result<SimpleHead, String>> {
     const PARALLEL_MIN_BYTES: usize = 256 << 10;
     let total: usize = docs.iter().map(|d| d.len()).sum();
-    let threads = crate::chart::render::cores().min(docs.len());
+    let threads = crate::chart::workers::cores().min(docs.len());
     if threads < 2 || total < PARALLEL_MIN_BYTES {
         return docs.iter().map(|d| parse_head(d)).collect();
     }
@@ -446,9 +444,7 @@ fn parse_heads(docs: &[&str]) -> Vec<Result<SimpleHead, String>> {
         let handles: Vec<_> = chunks[1..]
             .iter()
             .map(|chunk| {
-                std::thread::Builder::new()
-                    .stack_size(256 << 20)
-                    .spawn_scoped(scope, move || parse_all(chunk))
+                crate::chart::workers::spawn_scoped(scope, 256 << 20, move || parse_all(chunk))
             })
             .collect();
         let mut heads = parse_all(chunks[0]);

@@ -11,6 +11,7 @@ pub mod files;
 pub mod helmfuncs;
 pub mod manifest;
 pub mod render;
+pub mod workers;
 // Loading and values (chart helper).
 pub mod coalesce;
 pub mod dependencies;

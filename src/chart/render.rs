@@ -18,6 +18,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use crate::chart::capabilities::Capabilities;
 use crate::chart::files::Files;
 use crate::chart::helmfuncs::{WARN_END, WARN_START, helm_func_map};
+use crate::chart::workers::{self, cores};
 use crate::chart::{Chart, Data, Metadata};
 use crate::engine::{
     Entries, Env, FuncMap, Map, MapKind, Member, Object, ParsedFile, Templates, Value,
@@ -127,8 +128,6 @@ impl ParsedTemplates {
 const MIN_PARALLEL_BYTES: usize = 8 * 1024;
 /// Template bytes each extra parsing thread should have at least.
 const BYTES_PER_THREAD: usize = 4 * 1024;
-/// At most this many threads in all; parsing stops scaling well before.
-const MAX_THREADS: usize = 8;
 /// Stack of the worker threads: what the main thread usually has, as the
 /// values code recurses over nested values (the parser grows its own
 /// stack with `stacker`).
@@ -160,27 +159,6 @@ fn reserve_arena(bytes: usize) {
     // Freed in allocation order, the blocks merge into one free chunk
     // before the last one reaches the top (one trim, not one per block).
     std::hint::black_box(&blocks);
-}
-
-/// Threads worth running on this machine (the cores this process may run
-/// on, capped).
-pub(crate) fn cores() -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CORES.get_or_init(|| allowed_cpus().unwrap_or(1).min(MAX_THREADS))
-}
-
-/// The CPUs in this process's affinity mask, as Go's `runtime.NumCPU`
-/// counts them. Not `std::thread::available_parallelism`: on Linux that
-/// also looks for a cgroup CPU quota, reading `/proc/self/cgroup`,
-/// `/proc/self/mountinfo` and the quota files, some 140 µs, a few percent
-/// of rendering a typical chart; and a quota limits CPU time over 100 ms
-/// periods, not how many threads can usefully run for a few milliseconds.
-fn allowed_cpus() -> Option<usize> {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    if let Ok(set) = rustix::thread::sched_getaffinity(None) {
-        return usize::try_from(set.count()).ok().filter(|&n| n > 0);
-    }
-    std::thread::available_parallelism().ok().map(|n| n.get())
 }
 
 /// Parse results of one thread: (job id, result).
@@ -294,12 +272,10 @@ impl ParsePool {
     fn spawn_workers(&mut self, n: usize, share: usize) {
         for _ in 0..n {
             let shared = self.shared.clone();
-            let h = std::thread::Builder::new()
-                .stack_size(WORKER_STACK)
-                .spawn(move || {
-                    reserve_arena(share.saturating_mul(TREE_BYTES_PER_SOURCE_BYTE));
-                    shared.work()
-                });
+            let h = workers::spawn(WORKER_STACK, move || {
+                reserve_arena(share.saturating_mul(TREE_BYTES_PER_SOURCE_BYTE));
+                shared.work()
+            });
             if let Ok(h) = h {
                 self.workers.push(h);
             }

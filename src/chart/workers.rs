@@ -1,0 +1,139 @@
+//! Helper threads for rendering (template parsing, manifest heads): how
+//! many are worth running, and starting them so that they run at once on
+//! another core.
+//!
+//! A new thread is queued on the core of the thread that starts it, and
+//! Linux moves it to an idle core only at the next load-balancing tick or
+//! when the parent blocks: measured here (2-core KVM guest, Linux 6.18),
+//! a thread started beside a busy parent often began 1-3 ms later, on
+//! the parent's core, after the render it was meant to share had ended.
+//! [`spawn`] yields once after starting the thread, so that a child queued
+//! on the parent's core runs at once, and the child's first act is to move
+//! itself off that core by narrowing its CPU affinity (then widening it
+//! again: a running thread stays where it is). The parent is back on its
+//! core some 20-40 µs after the spawn, the child running on another; a
+//! child the kernel placed elsewhere in the first place skips the move.
+
+use std::sync::OnceLock;
+use std::thread::{Builder, JoinHandle, Scope, ScopedJoinHandle};
+
+/// At most this many threads in all; parsing stops scaling well before.
+const MAX_THREADS: usize = 8;
+
+/// Threads worth running on this machine (the cores this process may run
+/// on, capped).
+pub(crate) fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| allowed_cpus().unwrap_or(1).min(MAX_THREADS))
+}
+
+/// The CPUs in this process's affinity mask, as Go's `runtime.NumCPU`
+/// counts them. Not `std::thread::available_parallelism`: on Linux that
+/// also looks for a cgroup CPU quota, reading `/proc/self/cgroup`,
+/// `/proc/self/mountinfo` and the quota files, some 140 µs, a few percent
+/// of rendering a typical chart; and a quota limits CPU time over 100 ms
+/// periods, not how many threads can usefully run for a few milliseconds.
+fn allowed_cpus() -> Option<usize> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    if let Some(set) = affinity() {
+        return usize::try_from(set.count()).ok().filter(|&n| n > 0);
+    }
+    std::thread::available_parallelism().ok().map(|n| n.get())
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn affinity() -> Option<rustix::thread::CpuSet> {
+    static SET: OnceLock<Option<rustix::thread::CpuSet>> = OnceLock::new();
+    *SET.get_or_init(|| rustix::thread::sched_getaffinity(None).ok())
+}
+
+/// Start `f` on a new thread with a stack of `stack` bytes, running beside
+/// this one from the start (see the module comment).
+pub(crate) fn spawn<T, F>(stack: usize, f: F) -> std::io::Result<JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let parent = current_cpu();
+    let handle = Builder::new().stack_size(stack).spawn(move || {
+        leave_cpu(parent);
+        f()
+    })?;
+    std::thread::yield_now();
+    Ok(handle)
+}
+
+/// [`spawn`] for a thread of `scope`.
+pub(crate) fn spawn_scoped<'scope, T, F>(
+    scope: &'scope Scope<'scope, '_>,
+    stack: usize,
+    f: F,
+) -> std::io::Result<ScopedJoinHandle<'scope, T>>
+where
+    F: FnOnce() -> T + Send + 'scope,
+    T: Send + 'scope,
+{
+    let parent = current_cpu();
+    let handle = Builder::new()
+        .stack_size(stack)
+        .spawn_scoped(scope, move || {
+            leave_cpu(parent);
+            f()
+        })?;
+    std::thread::yield_now();
+    Ok(handle)
+}
+
+/// The core this thread runs on (`None` where that cannot be asked).
+fn current_cpu() -> Option<usize> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    return Some(rustix::thread::sched_getcpu());
+    #[allow(unreachable_code)]
+    None
+}
+
+/// Move this thread off core `parent` if it runs there and may run
+/// elsewhere. Failing that (a seccomp filter, a one-core mask) it stays:
+/// the scheduler moves it in time anyway.
+fn leave_cpu(parent: Option<usize>) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        let Some(parent) = parent else { return };
+        let Some(all) = affinity() else { return };
+        if all.count() < 2 || !all.is_set(parent) || current_cpu() != Some(parent) {
+            return;
+        }
+        let mut others = all;
+        others.unset(parent);
+        if rustix::thread::sched_setaffinity(None, &others).is_ok() {
+            let _ = rustix::thread::sched_setaffinity(None, &all);
+        }
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = parent;
+}
+
+#[cfg(all(test, any(target_os = "linux", target_os = "android")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spawned_threads_run_and_keep_the_whole_affinity_mask() {
+        let before = affinity();
+        let h = spawn(1 << 20, || (21 * 2, affinity_now())).unwrap();
+        let (v, mask) = h.join().unwrap();
+        assert_eq!(v, 42);
+        // The child narrowed its mask only for the move: it ends with the
+        // process's mask again, so the scheduler may place it anywhere.
+        assert_eq!(mask.map(|m| m.count()), before.map(|m| m.count()));
+        let out = std::thread::scope(|s| {
+            let h = spawn_scoped(s, 1 << 20, || affinity_now()).unwrap();
+            h.join().unwrap()
+        });
+        assert_eq!(out.map(|m| m.count()), before.map(|m| m.count()));
+    }
+
+    fn affinity_now() -> Option<rustix::thread::CpuSet> {
+        rustix::thread::sched_getaffinity(None).ok()
+    }
+}
