@@ -127,7 +127,7 @@ mod tests {
         // process's mask again, so the scheduler may place it anywhere.
         assert_eq!(mask.map(|m| m.count()), before.map(|m| m.count()));
         let out = std::thread::scope(|s| {
-            let h = spawn_scoped(s, 1 << 20, || affinity_now()).unwrap();
+            let h = spawn_scoped(s, 1 << 20, affinity_now).unwrap();
             h.join().unwrap()
         });
         assert_eq!(out.map(|m| m.count()), before.map(|m| m.count()));
