@@ -227,21 +227,45 @@ fn walk(
                 ))
             })
         };
-        // Helm checks the size, then reads the file. Opening it first
-        // gives the size without a separate stat; on an open error the size
-        // is checked by path so that Helm's first error stays first.
+        // Files every render reads are read now; the others (READMEs, CI
+        // values, CRDs left out) only if used. Helm checks each file's size,
+        // then reads it: a deferred file is stat'ed (one call, where opening
+        // it costs three: charts ship hundreds of such files) and opened
+        // only when its mode bits do not show it readable, to report the
+        // open error Helm would.
+        let eager = read_at_load(&n);
+        if !eager {
+            let follow = if followed.is_some() {
+                rustix::fs::AtFlags::empty()
+            } else {
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW
+            };
+            if let Ok(st) = rustix::fs::statat(&dirfd, name.as_str(), follow) {
+                if let Some(e) = too_big(st.st_size as u64) {
+                    return Err(e);
+                }
+                if surely_readable(&st) {
+                    files.push(BufferedFile {
+                        name: n,
+                        data: Data::lazy(full),
+                    });
+                    continue;
+                }
+            }
+        }
+        // Opening it first gives the size without a separate stat; on an
+        // open error the size is checked by path so that Helm's first error
+        // stays first.
         let opened = rustix::fs::openat(
             &dirfd,
             name.as_str(),
             rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
             rustix::fs::Mode::empty(),
         );
-        let mut file = match opened
-            .map(std::fs::File::from)
-            .map_err(std::io::Error::from)
-        {
-            Ok(f) => f,
+        let fd = match opened {
+            Ok(fd) => fd,
             Err(e) => {
+                let e = std::io::Error::from(e);
                 let len = std::fs::metadata(&full).map_or(0, |m| m.len());
                 return Err(too_big(len).unwrap_or_else(|| {
                     invalid(format!(
@@ -251,18 +275,14 @@ fn walk(
                 }));
             }
         };
-        let len = file
-            .metadata()
-            .map_err(|e| invalid(format!("error reading {n}: {e}")))?
-            .len();
+        let len = rustix::fs::fstat(&fd)
+            .map_err(|e| invalid(format!("error reading {n}: {}", std::io::Error::from(e))))?
+            .st_size as u64;
         if let Some(e) = too_big(len) {
             return Err(e);
         }
-        // Files every render reads are read now, through the open file;
-        // the others (READMEs, CI values, CRDs left out) only if used.
-        let data = if read_at_load(&n) {
-            let mut v = Vec::with_capacity(len as usize);
-            std::io::Read::read_to_end(&mut file, &mut v)
+        let data = if eager {
+            let v = read_to_end(&fd, len as usize)
                 .map_err(|e| invalid(format!("error reading {n}: {e}")))?;
             Data::loaded(v)
         } else {
@@ -271,6 +291,35 @@ fn walk(
         files.push(BufferedFile { name: n, data });
     }
     Ok(())
+}
+
+/// The whole of an open file of `len` bytes (more if it grew since): one
+/// read for the bytes and one that finds the end. Not `Read::read_to_end`
+/// on a `File`, which first asks the file's size and position again (two
+/// more system calls per file).
+fn read_to_end(fd: &rustix::fd::OwnedFd, len: usize) -> std::io::Result<Vec<u8>> {
+    let mut v = Vec::with_capacity(len + 1);
+    loop {
+        if v.len() == v.capacity() {
+            v.reserve(v.capacity().max(4096));
+        }
+        match rustix::io::read(fd, rustix::buffer::spare_capacity(&mut v)) {
+            Ok(0) => return Ok(v),
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Whether the mode bits of a file let this process read it, without
+/// asking (no ACL, no security module said otherwise): the superuser, or
+/// an owner with read permission, or read permission for group and others
+/// alike. Otherwise the caller opens the file to find out.
+fn surely_readable(st: &rustix::fs::Stat) -> bool {
+    static EUID: std::sync::OnceLock<rustix::process::Uid> = std::sync::OnceLock::new();
+    let euid = *EUID.get_or_init(rustix::process::geteuid);
+    let mode = st.st_mode;
+    euid.is_root() || (st.st_uid == euid.as_raw() && mode & 0o400 != 0) || mode & 0o044 == 0o044
 }
 
 /// Go's `*fs.PathError` text, `op path: reason`, with the reason as Go's
@@ -748,14 +797,32 @@ mod tests {
         std::os::unix::fs::symlink("../../ext/a.yaml", d.join("templates/link.yaml")).unwrap();
         std::os::unix::fs::symlink("../../ext/sub", d.join("templates/sub")).unwrap();
         let mut said = Vec::new();
+        // Files read on first use, through a link or not.
+        write(&d, "files/own.conf", "own\n");
+        std::os::unix::fs::symlink("../../ext/sub/b.yaml", d.join("files/linked.yaml")).unwrap();
         let c = load_with_warnings(&d, &mut |w| said.push(w.to_string())).unwrap();
         let names: Vec<&str> = c.templates.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(names, ["templates/link.yaml", "templates/sub/b.yaml"]);
         assert_eq!(&*c.templates[0].data, b"kind: A\n");
+        let files: Vec<(&str, &[u8])> = c
+            .files
+            .iter()
+            .map(|f| (f.name.as_str(), &*f.data))
+            .collect();
+        assert_eq!(
+            files,
+            [
+                ("files/linked.yaml", &b"kind: B\n"[..]),
+                ("files/own.conf", b"own\n")
+            ]
+        );
         let r = root.display();
         assert_eq!(
             said,
             [
+                format!(
+                    "walk.go:75: found symbolic link in path: {r}/c/files/linked.yaml resolves to {r}/ext/sub/b.yaml. Contents of linked file included and used"
+                ),
                 format!(
                     "walk.go:75: found symbolic link in path: {r}/c/templates/link.yaml resolves to {r}/ext/a.yaml. Contents of linked file included and used"
                 ),
