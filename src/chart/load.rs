@@ -75,17 +75,39 @@ pub fn load(path: &Path) -> Result<Chart, LoadError> {
 /// [`load`], sending Helm's loader warnings (`load.go:120: Warning: …`, the
 /// line its `log.Printf` prints) to `warn`.
 pub fn load_with_warnings(path: &Path, warn: Warn) -> Result<Chart, LoadError> {
-    load_observed(path, warn, &mut |_| {})
+    load_observed(path, warn, &mut NoObserver)
 }
 
-/// Sees the top chart part-loaded: its metadata and templates are read,
-/// its values not yet (see [`load_observed`]).
-pub type Observer<'a> = &'a mut dyn FnMut(&Chart);
+/// Sees the top chart while it loads, so that its templates can be
+/// parsed meanwhile (see [`load_observed`]).
+pub trait LoadObserver {
+    /// A file of the top chart's `templates/` directory (`rel`:
+    /// `templates/x.yaml`), as soon as it is read, with the chart's name
+    /// as its `Chart.yaml` gives it. Only for chart directories whose
+    /// `Chart.yaml` names the chart; their `templates/` is read before the
+    /// rest of the directory.
+    fn template_read(&mut self, _chart: &str, _rel: &str, _data: &Data) {}
+    /// The top chart part-loaded: its metadata and templates are read, its
+    /// values not yet. Called once, unless loading fails first.
+    fn templates_known(&mut self, _chart: &Chart) {}
+}
 
-/// [`load_with_warnings`], showing the top chart to `templates_known` as
-/// soon as its templates are known and before its values file is parsed,
-/// so that the caller can start parsing the templates meanwhile. It is
-/// called once, unless loading fails first.
+/// A closure sees only [`LoadObserver::templates_known`].
+impl<F: FnMut(&Chart)> LoadObserver for F {
+    fn templates_known(&mut self, chart: &Chart) {
+        self(chart)
+    }
+}
+
+/// Sees nothing.
+pub struct NoObserver;
+impl LoadObserver for NoObserver {}
+
+type Observer<'a> = &'a mut dyn LoadObserver;
+
+/// [`load_with_warnings`], showing the top chart's templates to `observer`
+/// as they are read and the chart before its values file is parsed, so
+/// that the caller can parse the templates meanwhile.
 pub fn load_observed(
     path: &Path,
     warn: Warn,
@@ -128,7 +150,7 @@ pub fn set_full_paths(chart: &mut Chart, parent: &str) {
 /// `LoadDir`: walk the directory (following symlinks, names sorted within
 /// each directory as Go's `filepath.Walk` does), applying `.helmignore`.
 pub fn load_dir(dir: &Path, warn: Warn) -> Result<Chart, LoadError> {
-    load_dir_observed(dir, warn, &mut |_| {})
+    load_dir_observed(dir, warn, &mut NoObserver)
 }
 
 fn load_dir_observed(dir: &Path, warn: Warn, observe: Observer) -> Result<Chart, LoadError> {
@@ -141,21 +163,77 @@ fn load_dir_observed(dir: &Path, warn: Warn, observe: Observer) -> Result<Chart,
     }
     rules.add_defaults();
     let mut files = Vec::new();
-    walk(&top, "", &rules, &mut files, warn)?;
+    walk_top(&top, &rules, &mut files, warn, observe)?;
     load_files_observed(files, warn, observe)
 }
 
-fn walk(
-    dir: &Path,
-    rel: &str,
+/// Walk the chart directory `top` as [`walk`] does, but its `templates/`
+/// first, each file shown to `observer` as it is read (when `Chart.yaml`
+/// gives the chart's name), so that parsing starts before the rest
+/// (READMEs, changelogs, CI values, subcharts) is read. The files, the
+/// warnings and the first error come out as in Helm's name order.
+fn walk_top(
+    top: &Path,
     rules: &Rules,
     files: &mut Vec<BufferedFile>,
     warn: Warn,
+    observer: Observer,
 ) -> Result<(), LoadError> {
+    let (dirfd, entries) = read_dir_sorted(top)?;
+    let first = peek_chart_name(top).and_then(|name| {
+        entries
+            .iter()
+            .position(|(n, ft)| n == "templates" && ft.is_dir())
+            .map(|i| (name, i))
+    });
+    let Some((chart, i)) = first else {
+        return walk_entries(top, &dirfd, "", entries, rules, files, warn, &mut |_, _| {});
+    };
+    let mut entries = entries;
+    let after = entries.split_off(i + 1);
+    let templates = entries.split_off(i);
+    let (mut own, mut said) = (Vec::new(), Vec::new());
+    let walked = walk_entries(
+        top,
+        &dirfd,
+        "",
+        templates,
+        rules,
+        &mut own,
+        &mut |w| said.push(w.to_string()),
+        &mut |rel, data| observer.template_read(&chart, rel, data),
+    );
+    walk_entries(top, &dirfd, "", entries, rules, files, warn, &mut |_, _| {})?;
+    for w in &said {
+        warn(w);
+    }
+    walked?;
+    files.append(&mut own);
+    walk_entries(top, &dirfd, "", after, rules, files, warn, &mut |_, _| {})
+}
+
+/// The chart name in `dir/Chart.yaml`, if it reads and names one (the
+/// loader reads it again, in order, and reports any error then).
+fn peek_chart_name(dir: &Path) -> Option<String> {
+    let bytes = std::fs::read(dir.join("Chart.yaml")).ok()?;
+    let doc = parse_yaml_typed(std::str::from_utf8(&bytes).ok()?).ok()?;
+    match doc {
+        Yaml::Map(m) => match m.get("name") {
+            Some(Yaml::Str(name)) if !name.is_empty() => Some(name.to_string()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A directory opened (files are opened relative to it: resolving every
+/// file's whole path again was most of the walk's system time) and its
+/// entries sorted by name, each with the type its entry gives (no stat on
+/// Linux).
+fn read_dir_sorted(
+    dir: &Path,
+) -> Result<(rustix::fd::OwnedFd, Vec<(String, std::fs::FileType)>), LoadError> {
     let rd = std::fs::read_dir(dir).map_err(|e| invalid(format!("{}: {e}", dir.display())))?;
-    // Files are opened relative to their directory: resolving every file's
-    // whole path again was most of the walk's system time (charts ship a
-    // few hundred files: changelogs, CI values, tests).
     let dirfd = rustix::fs::open(
         dir,
         rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
@@ -165,11 +243,41 @@ fn walk(
     let mut entries: Vec<(String, std::fs::FileType)> = Vec::new();
     for entry in rd {
         let entry = entry.map_err(|e| invalid(e.to_string()))?;
-        // The type comes with the directory entry (no stat) on Linux.
         let ft = entry.file_type().map_err(|e| invalid(e.to_string()))?;
         entries.push((entry.file_name().to_string_lossy().into_owned(), ft));
     }
     entries.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok((dirfd, entries))
+}
+
+/// Files read now are shown to it (path relative to the chart).
+type ReadSink<'a> = &'a mut dyn FnMut(&str, &Data);
+
+/// `sympath.Walk` of `dir` (relative path `rel`): every file not ignored,
+/// names sorted within each directory, symlinks followed.
+fn walk(
+    dir: &Path,
+    rel: &str,
+    rules: &Rules,
+    files: &mut Vec<BufferedFile>,
+    warn: Warn,
+    sink: ReadSink,
+) -> Result<(), LoadError> {
+    let (dirfd, entries) = read_dir_sorted(dir)?;
+    walk_entries(dir, &dirfd, rel, entries, rules, files, warn, sink)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn walk_entries(
+    dir: &Path,
+    dirfd: &rustix::fd::OwnedFd,
+    rel: &str,
+    entries: Vec<(String, std::fs::FileType)>,
+    rules: &Rules,
+    files: &mut Vec<BufferedFile>,
+    warn: Warn,
+    sink: ReadSink,
+) -> Result<(), LoadError> {
     for (name, ft) in entries {
         let full = dir.join(&name);
         let n = if rel.is_empty() {
@@ -207,7 +315,7 @@ fn walk(
             if rules.ignore(&n, true) {
                 continue;
             }
-            walk(&full, &n, rules, files, warn)?;
+            walk(&full, &n, rules, files, warn, sink)?;
             continue;
         }
         if rules.ignore(&n, false) {
@@ -240,7 +348,7 @@ fn walk(
             } else {
                 rustix::fs::AtFlags::SYMLINK_NOFOLLOW
             };
-            if let Ok(st) = rustix::fs::statat(&dirfd, name.as_str(), follow) {
+            if let Ok(st) = rustix::fs::statat(dirfd, name.as_str(), follow) {
                 if let Some(e) = too_big(st.st_size as u64) {
                     return Err(e);
                 }
@@ -257,7 +365,7 @@ fn walk(
         // open error the size is checked by path so that Helm's first error
         // stays first.
         let opened = rustix::fs::openat(
-            &dirfd,
+            dirfd,
             name.as_str(),
             rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
             rustix::fs::Mode::empty(),
@@ -284,7 +392,9 @@ fn walk(
         let data = if eager {
             let v = read_to_end(&fd, len as usize)
                 .map_err(|e| invalid(format!("error reading {n}: {e}")))?;
-            Data::loaded(v)
+            let data = Data::loaded(v);
+            sink(&n, &data);
+            data
         } else {
             Data::lazy(full)
         };
@@ -383,7 +493,7 @@ fn read_at_load(rel: &str) -> bool {
 
 /// `LoadFile`: a chart archive on disk, with Helm's content sniffing.
 pub fn load_file(path: &Path, warn: Warn) -> Result<Chart, LoadError> {
-    load_file_observed(path, warn, &mut |_| {})
+    load_file_observed(path, warn, &mut NoObserver)
 }
 
 fn load_file_observed(path: &Path, warn: Warn, observe: Observer) -> Result<Chart, LoadError> {
@@ -575,7 +685,7 @@ fn load_yaml_doc(data: &[u8], what: &str, typed: bool) -> Result<Yaml, LoadError
 /// `LoadFiles`: sort files into the chart, validate its metadata, then load
 /// the subcharts found under `charts/`.
 pub fn load_files(files: Vec<BufferedFile>, warn: Warn) -> Result<Chart, LoadError> {
-    load_files_observed(files, warn, &mut |_| {})
+    load_files_observed(files, warn, &mut NoObserver)
 }
 
 fn load_files_observed(
@@ -688,7 +798,7 @@ fn load_files_observed(
         }
     }
 
-    observe(&c);
+    observe.templates_known(&c);
     if let Some(data) = values_file {
         let doc = load_yaml_doc(&data, "values.yaml", false)?;
         c.values = match doc {
@@ -863,6 +973,85 @@ mod tests {
         );
     }
 
+    /// A chart directory's `templates/` is read first, each file shown to
+    /// the observer as it is read; the files, the warnings and the first
+    /// error are still those of Helm's walk in name order.
+    #[test]
+    fn templates_read_first_yet_in_helms_order() {
+        #[derive(Default)]
+        struct Seen {
+            reads: Vec<(String, String, Vec<u8>)>,
+            known: Vec<usize>,
+        }
+        impl LoadObserver for Seen {
+            fn template_read(&mut self, chart: &str, rel: &str, data: &Data) {
+                self.reads.push((chart.into(), rel.into(), data.to_vec()));
+            }
+            fn templates_known(&mut self, chart: &Chart) {
+                self.known.push(chart.templates.len());
+            }
+        }
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        let d = root.join("c");
+        write_chart_yaml(&d, "named");
+        write(&d, "a.txt", "a");
+        write(&d, "templates/x.yaml", "x");
+        write(&d, "z.txt", "z");
+        write(&root, "ext/t.yaml", "t");
+        std::os::unix::fs::symlink("../ext/t.yaml", d.join("b-link.yaml")).unwrap();
+        std::os::unix::fs::symlink("../../ext/t.yaml", d.join("templates/y.yaml")).unwrap();
+        let (mut seen, mut said) = (Seen::default(), Vec::new());
+        let c = load_observed(&d, &mut |w| said.push(w.to_string()), &mut seen).unwrap();
+        let r = root.display();
+        assert_eq!(
+            seen.reads,
+            [
+                ("named".into(), "templates/x.yaml".into(), b"x".to_vec()),
+                ("named".into(), "templates/y.yaml".into(), b"t".to_vec())
+            ]
+        );
+        assert_eq!(seen.known, [2]);
+        let names = |fs: &[File]| fs.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&c.files), ["a.txt", "b-link.yaml", "z.txt"]);
+        assert_eq!(
+            names(&c.templates),
+            ["templates/x.yaml", "templates/y.yaml"]
+        );
+        assert_eq!(
+            said,
+            [
+                format!(
+                    "walk.go:75: found symbolic link in path: {r}/c/b-link.yaml resolves to {r}/ext/t.yaml. Contents of linked file included and used"
+                ),
+                format!(
+                    "walk.go:75: found symbolic link in path: {r}/c/templates/y.yaml resolves to {r}/ext/t.yaml. Contents of linked file included and used"
+                ),
+            ]
+        );
+
+        // An error in templates/ is the error, unless a file before it
+        // in name order fails too.
+        let fifo = d.join("templates/f.yaml");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            assert_eq!(
+                load(&d).unwrap_err().to_string(),
+                format!(
+                    "cannot load irregular file {r}/c/templates/f.yaml as it has file mode type bits set"
+                )
+            );
+        }
+        let big = std::fs::File::create(d.join("a-big.bin")).unwrap();
+        big.set_len(MAX_DECOMPRESSED_FILE_SIZE + 1).unwrap();
+        assert_eq!(
+            load(&d).unwrap_err().to_string(),
+            format!(
+                "chart file \"a-big.bin\" is larger than the maximum file size {MAX_DECOMPRESSED_FILE_SIZE}"
+            )
+        );
+    }
+
     /// The observer sees the top chart with its templates before the
     /// values file is parsed, once; subcharts are not shown to it.
     #[test]
@@ -875,7 +1064,7 @@ mod tests {
         write_chart_yaml(&d.join("charts/sub"), "sub");
         write(d, "charts/sub/values.yaml", "b: 2\n");
         let mut seen = Vec::new();
-        let c = load_observed(d, &mut |_| {}, &mut |c| {
+        let c = load_observed(d, &mut |_| {}, &mut |c: &Chart| {
             seen.push((c.name().to_string(), c.templates.len(), c.values.len()));
         })
         .unwrap();
@@ -886,7 +1075,7 @@ mod tests {
         // A bad values file is still reported, after the observer ran.
         write(d, "values.yaml", "a: [\n");
         let mut calls = 0;
-        let e = load_observed(d, &mut |_| {}, &mut |_| calls += 1).unwrap_err();
+        let e = load_observed(d, &mut |_| {}, &mut |_: &Chart| calls += 1).unwrap_err();
         assert!(e.to_string().starts_with("cannot load values.yaml"), "{e}");
         assert_eq!(calls, 1);
     }

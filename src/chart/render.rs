@@ -133,6 +133,9 @@ const BYTES_PER_THREAD: usize = 4 * 1024;
 /// stack with `stacker`).
 const WORKER_STACK: usize = 8 * 1024 * 1024;
 
+/// Template bytes a thread started while the templates are read expects
+/// to parse (their total is not known yet), for [`reserve_arena`].
+const STREAMED_SHARE: usize = 64 * 1024;
 /// Parse-tree bytes per byte of template source, generously (ingress-nginx:
 /// about 4), for [`reserve_arena`].
 const TREE_BYTES_PER_SOURCE_BYTE: usize = 6;
@@ -161,6 +164,20 @@ fn reserve_arena(bytes: usize) {
     std::hint::black_box(&blocks);
 }
 
+/// The templates of a chart directory are parsed as the loader reads them
+/// (the parsing thread starts before the rest of the chart is read).
+impl crate::chart::load::LoadObserver for ParsePool {
+    fn template_read(&mut self, chart: &str, rel: &str, data: &Data) {
+        self.stream(path_join(chart, rel), data.clone());
+    }
+
+    fn templates_known(&mut self, chart: &Chart) {
+        if self.streamed == 0 {
+            self.start_top(chart);
+        }
+    }
+}
+
 /// Parse results of one thread: (job id, result).
 type ParsePart = Vec<(usize, Result<ParsedFile, crate::engine::Error>)>;
 
@@ -173,6 +190,8 @@ type ParsePart = Vec<(usize, Result<ParsedFile, crate::engine::Error>)>;
 pub struct ParsePool {
     shared: Arc<PoolShared>,
     workers: Vec<std::thread::JoinHandle<ParsePart>>,
+    /// Bytes of the top chart's templates queued as they were read.
+    streamed: usize,
 }
 
 struct PoolShared {
@@ -189,6 +208,8 @@ struct PoolState {
     queue: VecDeque<usize>,
     /// No more jobs will come: idle workers exit.
     closed: bool,
+    /// Workers waiting for a job (a job needs no wake-up call otherwise).
+    idle: usize,
 }
 
 impl PoolShared {
@@ -208,10 +229,12 @@ impl PoolShared {
                     if st.closed {
                         return out;
                     }
+                    st.idle += 1;
                     st = match self.ready.wait(st) {
                         Ok(st) => st,
                         Err(_) => return out,
                     };
+                    st.idle -= 1;
                 }
             };
             let parsed = Templates::parse_file_bytes(&name, data.shared(), &self.funcs);
@@ -243,14 +266,14 @@ impl ParsePool {
                 ready: Condvar::new(),
             }),
             workers: Vec::new(),
+            streamed: 0,
         }
     }
 
-    /// A pool already parsing the top chart's own templates (whose paths
-    /// the dependency processing does not change) on the spare cores, when
-    /// they are worth it.
-    pub fn start(chart: &Chart) -> ParsePool {
-        let mut pool = ParsePool::new();
+    /// Queue the top chart's own templates (whose paths the dependency
+    /// processing does not change) and start parsing them on the spare
+    /// cores, when they are worth it.
+    fn start_top(&mut self, chart: &Chart) {
         let files: Vec<(String, Data)> = own_templates(chart, chart.name()).collect();
         let bytes: usize = files.iter().map(|(_, d)| d.len()).sum();
         let threads = if bytes < MIN_PARALLEL_BYTES {
@@ -259,11 +282,20 @@ impl ParsePool {
             (bytes / BYTES_PER_THREAD).min(cores() - 1)
         };
         if threads == 0 {
-            return pool;
+            return;
         }
-        pool.push(files);
-        pool.spawn_workers(threads, bytes / (threads + 1));
-        pool
+        self.push(files);
+        self.spawn_workers(threads, bytes / (threads + 1));
+    }
+
+    /// Queue one of the top chart's templates as soon as it is read; a
+    /// thread starts taking them once they are worth one.
+    fn stream(&mut self, path: String, data: Data) {
+        self.streamed += data.len();
+        self.push(vec![(path, data)]);
+        if self.workers.is_empty() && cores() > 1 && self.streamed >= BYTES_PER_THREAD {
+            self.spawn_workers(1, STREAMED_SHARE);
+        }
     }
 
     /// Start `n` more threads taking files from the queue, each expecting
@@ -294,8 +326,11 @@ impl ParsePool {
         let base = st.jobs.len();
         st.jobs.extend(files);
         st.queue.extend(order.into_iter().map(|i| base + i));
+        let wake = st.idle > 0;
         drop(st);
-        self.shared.ready.notify_all();
+        if wake {
+            self.shared.ready.notify_all();
+        }
         (base..base + n).collect()
     }
 

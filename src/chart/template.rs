@@ -188,21 +188,21 @@ pub fn run_keeping(
     let (name, chart_ref) = name_and_chart(s)?;
     let chart_path = locate_chart(&chart_ref)?;
     let user_values = s.values.merge().map_err(|e| err(e.to_string()))?;
-    // The top chart's templates parse on the spare cores as soon as they
-    // are known, while its values file is parsed (their paths do not
-    // depend on the dependency processing).
-    let mut pool = None;
+    // The top chart's templates parse on the spare cores as they are read
+    // (a chart directory's `templates/` first), while the rest of the
+    // chart is read and its values parsed (their paths do not depend on
+    // the dependency processing).
+    let mut pool = render::ParsePool::new();
     let mut chart = crate::chart::load::load_observed(
         &chart_path,
         &mut crate::chart::coalesce::stderr_warn,
-        &mut |c| pool = Some(render::ParsePool::start(c)),
+        &mut pool,
     )
     .map_err(|e| err(e.to_string()))?;
     match chart.metadata.chart_type.as_str() {
         "" | "application" => {}
         other => return Err(err(format!("{other} charts are not installable"))),
     }
-    let pool = pool.unwrap_or_else(|| render::ParsePool::start(&chart));
     if chart.metadata.deprecated {
         let _ = writeln!(log, "WARNING: This chart is deprecated");
     }
