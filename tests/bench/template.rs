@@ -5,7 +5,8 @@
 //! statically linked build we ship, or `cargo build --release`) and the helm oracle (`$HELM`, else the path printed by
 //! `../shared/tools/install-helm.sh`), each `BENCH_RUNS` times (default 5) per case, with the same
 //! arguments and isolated HELM_* homes. Each run is two runs: one started directly and timed
-//! with a monotonic clock from spawn to exit, and one under GNU time (`/usr/bin/time -f %M`, the
+//! with a monotonic clock from spawn to exit (its output going to files, and no thread of the
+//! harness running meanwhile), and one under GNU time (`/usr/bin/time -f %M`, the
 //! child's `ru_maxrss`) for peak RSS. Timing the run under GNU time would add GNU time's own
 //! start-up (exec, dynamic loading, writing its report: 2–4 ms here) to every run of both tools,
 //! which is a fifth of antiopa's few-millisecond runs and hides what it costs. It prints one row
@@ -16,10 +17,11 @@
 #[path = "../integration/common/mod.rs"]
 mod common;
 
-use common::{CorpusCase, corpus_dir, isolate_env, read_corpus_cases, repo_root, run_with_timeout};
+use common::{CorpusCase, RunResult, corpus_dir, isolate_env, read_corpus_cases, repo_root};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 const SPEED_TARGET: f64 = 15.0;
 const MEMORY_TARGET: f64 = 0.25;
@@ -44,17 +46,95 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// Kills a run that takes longer than [`LIMIT`]. One thread for the whole benchmark, started
+/// before the first run and waking twice a second: threads of the harness that start or wake
+/// while a run is under way (pipe readers, a waiter) would take a core from the process being
+/// timed, which on a two-core machine slowed the few-millisecond antiopa runs by some 8 %.
+#[derive(Clone, Default)]
+struct Watchdog(Arc<Mutex<WatchState>>);
+
+#[derive(Default)]
+struct WatchState {
+    /// The run under way: its pid and when it must have ended.
+    run: Option<(u32, Instant)>,
+    fired: bool,
+}
+
+const LIMIT: Duration = Duration::from_secs(300);
+
+impl Watchdog {
+    fn start() -> Watchdog {
+        let w = Watchdog::default();
+        let state = w.0.clone();
+        std::thread::spawn(move || {
+            loop {
+                std::thread::sleep(Duration::from_millis(500));
+                let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some((pid, deadline)) = st.run
+                    && Instant::now() > deadline
+                {
+                    // The shell's builtin `kill`: a `kill` program may not be installed.
+                    let _ = Command::new("sh")
+                        .arg("-c")
+                        .arg(format!("kill -9 {pid}"))
+                        .status();
+                    st.fired = true;
+                    st.run = None;
+                }
+            }
+        });
+        w
+    }
+
+    fn arm(&self, pid: u32, deadline: Instant) {
+        let mut st = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *st = WatchState {
+            run: Some((pid, deadline)),
+            fired: false,
+        };
+    }
+
+    /// Whether the run was killed.
+    fn disarm(&self) -> bool {
+        let mut st = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        st.run = None;
+        st.fired
+    }
+}
+
+/// Run `cmd` with stdout and stderr going to files in `scratch` (no pipe to drain while it
+/// runs), timed from spawn to exit, waiting for it on this thread.
+fn run_timed(cmd: &mut Command, scratch: &Path, watchdog: &Watchdog) -> std::io::Result<RunResult> {
+    let (out_path, err_path) = (scratch.join("stdout"), scratch.join("stderr"));
+    let out = std::fs::File::create(&out_path)?;
+    let err = std::fs::File::create(&err_path)?;
+    let start = Instant::now();
+    let mut child = cmd.stdin(Stdio::null()).stdout(out).stderr(err).spawn()?;
+    watchdog.arm(child.id(), start + LIMIT);
+    let status = child.wait()?;
+    let elapsed = start.elapsed();
+    let timed_out = watchdog.disarm();
+    Ok(RunResult {
+        code: if timed_out { None } else { status.code() },
+        stdout: std::fs::read(&out_path)?,
+        stderr: std::fs::read(&err_path)?,
+        timed_out,
+        elapsed,
+    })
+}
+
 fn measure(
     tool: &Path,
     case: &CorpusCase,
     corpus: &Path,
     home: &Path,
     scratch: &Path,
+    watchdog: &Watchdog,
 ) -> Result<Sample, String> {
     let run = |cmd: &mut Command| {
         cmd.current_dir(corpus).args(case.template_args());
         isolate_env(cmd, home);
-        let r = run_with_timeout(cmd, Duration::from_secs(300))
+        let r = run_timed(cmd, scratch, watchdog)
             .map_err(|e| format!("cannot run {}: {e}", tool.display()))?;
         if r.code != Some(0) {
             return Err(format!(
@@ -147,6 +227,7 @@ fn main() {
         .unwrap_or(5)
         .max(1);
     let filter = std::env::var("BENCH_FILTER").unwrap_or_default();
+    let watchdog = Watchdog::start();
     let home = match tempfile::tempdir() {
         Ok(h) => h,
         Err(e) => {
@@ -176,7 +257,7 @@ fn main() {
         // Alternate the tools so that machine noise hits both alike.
         'runs: for _ in 0..runs {
             for (i, tool) in [&helm, &antiopa].into_iter().enumerate() {
-                match measure(tool, case, &corpus, home.path(), home.path()) {
+                match measure(tool, case, &corpus, home.path(), home.path(), &watchdog) {
                     Ok(s) => samples[i].push(s),
                     Err(e) => {
                         failed = Some(e);
