@@ -130,6 +130,31 @@ pub enum Regex {
     Full(regex::Regex),
 }
 
+/// Whether `regex-lite` reads `pattern` as the `regex` crate does: no
+/// Unicode classes, and every `(?` group non-capturing, named, or setting
+/// only the flags `m`, `s` and `U` (not `i`, which folds case across
+/// Unicode only in `regex`, nor the translation's `(?-u:\b)`). Anything
+/// that merely looks like such a group (`\(?`) counts against it.
+fn lite_syntax(pattern: &str) -> bool {
+    if pattern.contains("\\p") || pattern.contains("\\P") {
+        return false;
+    }
+    pattern.match_indices("(?").all(|(at, _)| {
+        let rest = &pattern.as_bytes()[at + 2..];
+        match rest.first() {
+            Some(b':' | b'<') => true,
+            Some(b'P') => rest.get(1) == Some(&b'<'),
+            _ => {
+                let flags = rest
+                    .iter()
+                    .take_while(|c| matches!(c, b'm' | b's' | b'U' | b'-'))
+                    .count();
+                flags > 0 && matches!(rest.get(flags), Some(b')' | b':'))
+            }
+        }
+    })
+}
+
 /// Text length from which a search uses the `regex` crate's engine.
 const LONG_TEXT: usize = 8 * 1024;
 
@@ -151,8 +176,9 @@ impl Regex {
     /// Compile a pattern already in the crates' syntax (see [`translate`]);
     /// `None` if it is invalid.
     fn new(pattern: &str) -> Option<Regex> {
-        let plain = !pattern.contains("(?") && !pattern.contains("\\p") && !pattern.contains("\\P");
-        if plain && let Ok(re) = regex_lite::Regex::new(pattern) {
+        if lite_syntax(pattern)
+            && let Ok(re) = regex_lite::Regex::new(pattern)
+        {
             return Some(Regex::Lite {
                 re,
                 pattern: pattern.into(),
@@ -795,10 +821,22 @@ mod tests {
             r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
             r"\W",
             r"[[:alpha:]]+|\s+",
+            // vault
+            r#"(?m)^(?:[^#/\n]|/[^/])*autopilot_redundancy_zone\s*=\s*"VAULT_REDUNDANCY_ZONE""#,
+            r"(?m)^\s*disable_mlock\s*=\s*(true|false)",
+            r"\$(?:__(?:env|file|vault))?{[^}]+}",
+            r"(?P<n>[a-z]+)-(\d+)",
+            r"(?s:a.b)(?U)c+",
         ];
         for p in charts {
             let t = translate(p).unwrap();
             assert!(matches!(Regex::new(&t), Some(Regex::Lite { .. })), "{p}");
+        }
+        // Case folding, Unicode classes and the ASCII word boundary stay
+        // with the `regex` crate.
+        for p in [r"(?i)straße", r"\pL+", r"\bword\b", r"(?im)^a", r"\(?x"] {
+            let t = translate(p).unwrap();
+            assert!(matches!(Regex::new(&t), Some(Regex::Full(_))), "{p}");
         }
         let others = [
             "",
@@ -829,6 +867,9 @@ mod tests {
             "abcd",
             "aa-12 foo",
             "xxy",
+            "disable_mlock = true\n# autopilot_redundancy_zone = \"VAULT_REDUNDANCY_ZONE\"\n  autopilot_redundancy_zone = \"VAULT_REDUNDANCY_ZONE\"\n",
+            "x: ${__env:HOME} ${y}",
+            "a\nbccc",
         ];
         for p in charts.iter().chain(&others) {
             let t = translate(p).unwrap();
