@@ -235,6 +235,8 @@ pub fn run_keeping(
     // validates before it parses, so a values error wins over a parse error.
     crate::chart::dependencies::process_dependencies(&mut chart, &user_values, &mut warn)
         .map_err(|e| err(e.to_string()))?;
+    // The values are also turned into the templates' `.Values` here, while
+    // the other cores parse.
     let (values, parsed) = pool.finish(&chart, values_cost(&chart), || {
         crate::chart::coalesce::render_values(
             &chart,
@@ -242,8 +244,12 @@ pub fn run_keeping(
             s.skip_schema_validation,
             &mut warn,
         )
+        .map(|v| {
+            let top = crate::chart::convert::values_to_value(&v);
+            (v, top)
+        })
     });
-    let values = values.map_err(|e| err(e.to_string()))?;
+    let (values, top_values) = values.map_err(|e| err(e.to_string()))?;
     let release = ReleaseOptions {
         name: name.clone(),
         namespace: s.namespace.clone(),
@@ -264,7 +270,6 @@ pub fn run_keeping(
             chart.metadata.kube_version, caps.kube_version.version
         )));
     }
-    let top_values = crate::chart::convert::values_to_value(&values);
     // Manifest heads are parsed on another core as the files render.
     let heads = match &parsed {
         Ok(p) if p.worth_a_thread() => manifest::HeadWorker::start(),
