@@ -167,7 +167,7 @@ fn load_dir_observed(dir: &Path, warn: Warn, observe: Observer) -> Result<Chart,
     load_files_observed(files, warn, observe)
 }
 
-/// Walk the chart directory `top` as [`walk`] does, but its `templates/`
+/// Walk the chart directory `top` as [`Walk`] does, but its `templates/`
 /// first, each file shown to `observer` as it is read (when `Chart.yaml`
 /// gives the chart's name), so that parsing starts before the rest
 /// (READMEs, changelogs, CI values, subcharts) is read. The files, the
@@ -186,30 +186,33 @@ fn walk_top(
             .position(|(n, ft)| n == "templates" && ft.is_dir())
             .map(|i| (name, i))
     });
+    let mut plain = Walk {
+        rules,
+        files,
+        warn,
+        sink: &mut |_, _| {},
+    };
     let Some((chart, i)) = first else {
-        return walk_entries(top, &dirfd, "", entries, rules, files, warn, &mut |_, _| {});
+        return plain.entries(top, &dirfd, "", entries);
     };
     let mut entries = entries;
     let after = entries.split_off(i + 1);
     let templates = entries.split_off(i);
     let (mut own, mut said) = (Vec::new(), Vec::new());
-    let walked = walk_entries(
-        top,
-        &dirfd,
-        "",
-        templates,
+    let walked = Walk {
         rules,
-        &mut own,
-        &mut |w| said.push(w.to_string()),
-        &mut |rel, data| observer.template_read(&chart, rel, data),
-    );
-    walk_entries(top, &dirfd, "", entries, rules, files, warn, &mut |_, _| {})?;
+        files: &mut own,
+        warn: &mut |w| said.push(w.to_string()),
+        sink: &mut |rel, data| observer.template_read(&chart, rel, data),
+    }
+    .entries(top, &dirfd, "", templates);
+    plain.entries(top, &dirfd, "", entries)?;
     for w in &said {
-        warn(w);
+        (plain.warn)(w);
     }
     walked?;
-    files.append(&mut own);
-    walk_entries(top, &dirfd, "", after, rules, files, warn, &mut |_, _| {})
+    plain.files.append(&mut own);
+    plain.entries(top, &dirfd, "", after)
 }
 
 /// The chart name in `dir/Chart.yaml`, if it reads and names one (the
@@ -250,157 +253,156 @@ fn read_dir_sorted(
     Ok((dirfd, entries))
 }
 
-/// Files read now are shown to it (path relative to the chart).
-type ReadSink<'a> = &'a mut dyn FnMut(&str, &Data);
-
-/// `sympath.Walk` of `dir` (relative path `rel`): every file not ignored,
-/// names sorted within each directory, symlinks followed.
-fn walk(
-    dir: &Path,
-    rel: &str,
-    rules: &Rules,
-    files: &mut Vec<BufferedFile>,
-    warn: Warn,
-    sink: ReadSink,
-) -> Result<(), LoadError> {
-    let (dirfd, entries) = read_dir_sorted(dir)?;
-    walk_entries(dir, &dirfd, rel, entries, rules, files, warn, sink)
+/// `sympath.Walk` of a chart directory: every file not ignored, names
+/// sorted within each directory, symlinks followed.
+struct Walk<'w> {
+    rules: &'w Rules,
+    /// Where the files go, in walk order.
+    files: &'w mut Vec<BufferedFile>,
+    warn: Warn<'w>,
+    /// Sees each file read now (path relative to the chart).
+    sink: &'w mut dyn FnMut(&str, &Data),
 }
 
-#[allow(clippy::too_many_arguments)]
-fn walk_entries(
-    dir: &Path,
-    dirfd: &rustix::fd::OwnedFd,
-    rel: &str,
-    entries: Vec<(String, std::fs::FileType)>,
-    rules: &Rules,
-    files: &mut Vec<BufferedFile>,
-    warn: Warn,
-    sink: ReadSink,
-) -> Result<(), LoadError> {
-    for (name, ft) in entries {
-        let full = dir.join(&name);
-        let n = if rel.is_empty() {
-            name.clone()
-        } else {
-            format!("{rel}/{name}")
-        };
-        // sympath.Walk follows symlinks (and says so): only those need a
-        // stat here.
-        let followed = if ft.is_symlink() {
-            let resolved = std::fs::canonicalize(&full).map_err(|e| {
-                invalid(format!(
-                    "error evaluating symlink {}: {}",
+impl Walk<'_> {
+    /// Walk `dir` (path `rel` relative to the chart).
+    fn dir(&mut self, dir: &Path, rel: &str) -> Result<(), LoadError> {
+        let (dirfd, entries) = read_dir_sorted(dir)?;
+        self.entries(dir, &dirfd, rel, entries)
+    }
+
+    /// Walk `entries` of `dir` (opened as `dirfd`).
+    fn entries(
+        &mut self,
+        dir: &Path,
+        dirfd: &rustix::fd::OwnedFd,
+        rel: &str,
+        entries: Vec<(String, std::fs::FileType)>,
+    ) -> Result<(), LoadError> {
+        for (name, ft) in entries {
+            let full = dir.join(&name);
+            let n = if rel.is_empty() {
+                name.clone()
+            } else {
+                format!("{rel}/{name}")
+            };
+            // sympath.Walk follows symlinks (and says so): only those need a
+            // stat here.
+            let followed = if ft.is_symlink() {
+                let resolved = std::fs::canonicalize(&full).map_err(|e| {
+                    invalid(format!(
+                        "error evaluating symlink {}: {}",
+                        full.display(),
+                        go_path_error("lstat", &link_target(&full), &e)
+                    ))
+                })?;
+                (self.warn)(&format!(
+                    "walk.go:75: found symbolic link in path: {} resolves to {}. Contents of linked file included and used",
                     full.display(),
-                    go_path_error("lstat", &link_target(&full), &e)
-                ))
-            })?;
-            warn(&format!(
-                "walk.go:75: found symbolic link in path: {} resolves to {}. Contents of linked file included and used",
-                full.display(),
-                resolved.display()
-            ));
-            Some(
-                std::fs::metadata(&resolved)
-                    .map_err(|e| invalid(go_path_error("lstat", &resolved, &e)))?,
-            )
-        } else {
-            None
-        };
-        let (is_dir, is_file) = match &followed {
-            Some(m) => (m.is_dir(), m.is_file()),
-            None => (ft.is_dir(), ft.is_file()),
-        };
-        if is_dir {
-            if rules.ignore(&n, true) {
+                    resolved.display()
+                ));
+                Some(
+                    std::fs::metadata(&resolved)
+                        .map_err(|e| invalid(go_path_error("lstat", &resolved, &e)))?,
+                )
+            } else {
+                None
+            };
+            let (is_dir, is_file) = match &followed {
+                Some(m) => (m.is_dir(), m.is_file()),
+                None => (ft.is_dir(), ft.is_file()),
+            };
+            if is_dir {
+                if self.rules.ignore(&n, true) {
+                    continue;
+                }
+                self.dir(&full, &n)?;
                 continue;
             }
-            walk(&full, &n, rules, files, warn, sink)?;
-            continue;
-        }
-        if rules.ignore(&n, false) {
-            continue;
-        }
-        if !is_file {
-            return Err(invalid(format!(
-                "cannot load irregular file {} as it has file mode type bits set",
-                full.display()
-            )));
-        }
-        let too_big = |len: u64| {
-            (len > MAX_DECOMPRESSED_FILE_SIZE).then(|| {
+            if self.rules.ignore(&n, false) {
+                continue;
+            }
+            if !is_file {
+                return Err(invalid(format!(
+                    "cannot load irregular file {} as it has file mode type bits set",
+                    full.display()
+                )));
+            }
+            let too_big = |len: u64| {
+                (len > MAX_DECOMPRESSED_FILE_SIZE).then(|| {
                 invalid(format!(
                     "chart file {} is larger than the maximum file size {MAX_DECOMPRESSED_FILE_SIZE}",
                     go_quote(&name)
                 ))
             })
-        };
-        // Files every render reads are read now; the others (READMEs, CI
-        // values, CRDs left out) only if used. Helm checks each file's size,
-        // then reads it: a deferred file is stat'ed (one call, where opening
-        // it costs three: charts ship hundreds of such files) and opened
-        // only when its mode bits do not show it readable, to report the
-        // open error Helm would.
-        let eager = read_at_load(&n);
-        if !eager {
-            let follow = if followed.is_some() {
-                rustix::fs::AtFlags::empty()
-            } else {
-                rustix::fs::AtFlags::SYMLINK_NOFOLLOW
             };
-            if let Ok(st) = rustix::fs::statat(dirfd, name.as_str(), follow) {
-                if let Some(e) = too_big(st.st_size as u64) {
-                    return Err(e);
-                }
-                if surely_readable(&st) {
-                    files.push(BufferedFile {
-                        name: n,
-                        data: Data::lazy(full),
-                    });
-                    continue;
+            // Files every render reads are read now; the others (READMEs, CI
+            // values, CRDs left out) only if used. Helm checks each file's size,
+            // then reads it: a deferred file is stat'ed (one call, where opening
+            // it costs three: charts ship hundreds of such files) and opened
+            // only when its mode bits do not show it readable, to report the
+            // open error Helm would.
+            let eager = read_at_load(&n);
+            if !eager {
+                let follow = if followed.is_some() {
+                    rustix::fs::AtFlags::empty()
+                } else {
+                    rustix::fs::AtFlags::SYMLINK_NOFOLLOW
+                };
+                if let Ok(st) = rustix::fs::statat(dirfd, name.as_str(), follow) {
+                    if let Some(e) = too_big(st.st_size as u64) {
+                        return Err(e);
+                    }
+                    if surely_readable(&st) {
+                        self.files.push(BufferedFile {
+                            name: n,
+                            data: Data::lazy(full),
+                        });
+                        continue;
+                    }
                 }
             }
-        }
-        // Opening it first gives the size without a separate stat; on an
-        // open error the size is checked by path so that Helm's first error
-        // stays first.
-        let opened = rustix::fs::openat(
-            dirfd,
-            name.as_str(),
-            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        );
-        let fd = match opened {
-            Ok(fd) => fd,
-            Err(e) => {
-                let e = std::io::Error::from(e);
-                let len = std::fs::metadata(&full).map_or(0, |m| m.len());
-                return Err(too_big(len).unwrap_or_else(|| {
-                    invalid(format!(
-                        "error reading {n}: {}",
-                        go_path_error("open", &full, &e)
-                    ))
-                }));
+            // Opening it first gives the size without a separate stat; on an
+            // open error the size is checked by path so that Helm's first error
+            // stays first.
+            let opened = rustix::fs::openat(
+                dirfd,
+                name.as_str(),
+                rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            );
+            let fd = match opened {
+                Ok(fd) => fd,
+                Err(e) => {
+                    let e = std::io::Error::from(e);
+                    let len = std::fs::metadata(&full).map_or(0, |m| m.len());
+                    return Err(too_big(len).unwrap_or_else(|| {
+                        invalid(format!(
+                            "error reading {n}: {}",
+                            go_path_error("open", &full, &e)
+                        ))
+                    }));
+                }
+            };
+            let len = rustix::fs::fstat(&fd)
+                .map_err(|e| invalid(format!("error reading {n}: {}", std::io::Error::from(e))))?
+                .st_size as u64;
+            if let Some(e) = too_big(len) {
+                return Err(e);
             }
-        };
-        let len = rustix::fs::fstat(&fd)
-            .map_err(|e| invalid(format!("error reading {n}: {}", std::io::Error::from(e))))?
-            .st_size as u64;
-        if let Some(e) = too_big(len) {
-            return Err(e);
+            let data = if eager {
+                let v = read_to_end(&fd, len as usize)
+                    .map_err(|e| invalid(format!("error reading {n}: {e}")))?;
+                let data = Data::loaded(v);
+                (self.sink)(&n, &data);
+                data
+            } else {
+                Data::lazy(full)
+            };
+            self.files.push(BufferedFile { name: n, data });
         }
-        let data = if eager {
-            let v = read_to_end(&fd, len as usize)
-                .map_err(|e| invalid(format!("error reading {n}: {e}")))?;
-            let data = Data::loaded(v);
-            sink(&n, &data);
-            data
-        } else {
-            Data::lazy(full)
-        };
-        files.push(BufferedFile { name: n, data });
+        Ok(())
     }
-    Ok(())
 }
 
 /// The whole of an open file of `len` bytes (more if it grew since): one
