@@ -330,11 +330,11 @@ impl Walk<'_> {
             }
             let too_big = |len: u64| {
                 (len > MAX_DECOMPRESSED_FILE_SIZE).then(|| {
-                invalid(format!(
-                    "chart file {} is larger than the maximum file size {MAX_DECOMPRESSED_FILE_SIZE}",
-                    go_quote(&name)
-                ))
-            })
+                    invalid(format!(
+                        "chart file {} is larger than the maximum file size {MAX_DECOMPRESSED_FILE_SIZE}",
+                        go_quote(&name)
+                    ))
+                })
             };
             // Files every render reads are read now; the others (READMEs, CI
             // values, CRDs left out) only if used. Helm checks each file's size,
@@ -880,6 +880,12 @@ mod tests {
     }
 
     /// A minimal v2 `Chart.yaml` named `name` at `chart_dir`.
+    /// Make a FIFO at `path`; false where `mkfifo` is missing.
+    fn mkfifo(path: &Path) -> bool {
+        let made = std::process::Command::new("mkfifo").arg(path).status();
+        made.is_ok_and(|s| s.success())
+    }
+
     fn write_chart_yaml(chart_dir: &Path, name: &str) {
         write(
             chart_dir,
@@ -954,8 +960,7 @@ mod tests {
         std::fs::remove_file(d.join("templates/dangling.yaml")).unwrap();
 
         let fifo = d.join("templates/fifo.yaml");
-        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
-        if made.is_ok_and(|s| s.success()) {
+        if mkfifo(&fifo) {
             assert_eq!(
                 load(&d).unwrap_err().to_string(),
                 format!(
@@ -1034,9 +1039,7 @@ mod tests {
 
         // An error in templates/ is the error, unless a file before it
         // in name order fails too.
-        let fifo = d.join("templates/f.yaml");
-        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
-        if made.is_ok_and(|s| s.success()) {
+        if mkfifo(&d.join("templates/f.yaml")) {
             assert_eq!(
                 load(&d).unwrap_err().to_string(),
                 format!(

@@ -303,6 +303,11 @@ pub fn sort_manifests_with(
 #[derive(Default)]
 pub struct PreParsed(HashMap<String, (usize, Vec<Result<SimpleHead, String>>)>);
 
+/// Stack of the threads that parse manifest heads: the YAML loader recurses
+/// per nesting level, like the main thread (which has a large stack); the
+/// size is address space, not memory.
+const HEAD_STACK: usize = 256 << 20;
+
 /// Parses the heads of rendered files on another core while the templates
 /// after them still execute, so that sorting the manifests finds them
 /// ready. Helm reads each document whole to get four fields, which costs
@@ -373,8 +378,7 @@ impl HeadWorker {
     pub fn start() -> Option<HeadWorker> {
         let queue = Arc::new(HeadQueue::default());
         let shared = queue.clone();
-        // The loader recurses per nesting level; address space only.
-        let handle = crate::chart::workers::spawn(256 << 20, move || {
+        let handle = crate::chart::workers::spawn(HEAD_STACK, move || {
             let mut pre = PreParsed::default();
             while let Some((path, content)) = shared.next() {
                 pre.parse(path, &content);
@@ -439,12 +443,10 @@ fn parse_heads(docs: &[&str]) -> Vec<Result<SimpleHead, String>> {
         chunk.iter().map(|d| parse_head(d)).collect()
     };
     std::thread::scope(|scope| {
-        // The loader recurses per nesting level, like the main worker thread
-        // (which has a large stack); the size is address space, not memory.
         let handles: Vec<_> = chunks[1..]
             .iter()
             .map(|chunk| {
-                crate::chart::workers::spawn_scoped(scope, 256 << 20, move || parse_all(chunk))
+                crate::chart::workers::spawn_scoped(scope, HEAD_STACK, move || parse_all(chunk))
             })
             .collect();
         let mut heads = parse_all(chunks[0]);

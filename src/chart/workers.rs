@@ -35,16 +35,10 @@ pub(crate) fn cores() -> usize {
 /// periods, not how many threads can usefully run for a few milliseconds.
 fn allowed_cpus() -> Option<usize> {
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    if let Some(set) = affinity() {
+    if let Ok(set) = rustix::thread::sched_getaffinity(None) {
         return usize::try_from(set.count()).ok().filter(|&n| n > 0);
     }
     std::thread::available_parallelism().ok().map(|n| n.get())
-}
-
-#[cfg(any(target_os = "linux", target_os = "android"))]
-fn affinity() -> Option<rustix::thread::CpuSet> {
-    static SET: OnceLock<Option<rustix::thread::CpuSet>> = OnceLock::new();
-    *SET.get_or_init(|| rustix::thread::sched_getaffinity(None).ok())
 }
 
 /// Start `f` on a new thread with a stack of `stack` bytes, running beside
@@ -94,12 +88,16 @@ fn current_cpu() -> Option<usize> {
 
 /// Move this thread off core `parent` if it runs there and may run
 /// elsewhere. Failing that (a seccomp filter, a one-core mask) it stays:
-/// the scheduler moves it in time anyway.
+/// the scheduler moves it in time anyway. The mask is read afresh (the one
+/// inherited from the parent), so a long-running process whose mask was
+/// changed meanwhile gets that one back.
 fn leave_cpu(parent: Option<usize>) {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
         let Some(parent) = parent else { return };
-        let Some(all) = affinity() else { return };
+        let Ok(all) = rustix::thread::sched_getaffinity(None) else {
+            return;
+        };
         if all.count() < 2 || !all.is_set(parent) || current_cpu() != Some(parent) {
             return;
         }
@@ -119,7 +117,7 @@ mod tests {
 
     #[test]
     fn spawned_threads_run_and_keep_the_whole_affinity_mask() {
-        let before = affinity();
+        let before = affinity_now();
         let h = spawn(1 << 20, || (21 * 2, affinity_now())).unwrap();
         let (v, mask) = h.join().unwrap();
         assert_eq!(v, 42);
