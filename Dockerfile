@@ -16,7 +16,7 @@ RUN host="$(rustc -vV | sed -n 's/^host: //p')" \
       compat/pgo-build.sh && cp target/pgo/antiopa /antiopa; \
     else \
       cargo build --release --locked --bin antiopa --target "$host" \
-        --config "target.$host.rustflags=['-C','target-feature=+crt-static','-C','relocation-model=static']" \
+        --config "target.$host.rustflags=['-C','target-feature=+crt-static','-C','relocation-model=static','-C','symbol-mangling-version=v0']" \
       && cp "target/$host/release/antiopa" /antiopa; \
     fi \
  && strip /antiopa

@@ -6,8 +6,9 @@
 //! keep nearly the whole 10 MB text resident. Two link options cut that:
 //!
 //! - The functions a render runs (`tests/bench/hot-functions.txt`: section-name
-//!   patterns with the hash replaced by `*`, collected from callgrind runs
-//!   over the corpus) are placed together in one output section ahead of
+//!   patterns of v0-mangled Rust functions with crate hashes replaced by `*`,
+//!   and archive members of glibc, collected from callgrind runs over the
+//!   corpus by `tests/bench/hot_functions.py`) are placed together in one output section ahead of
 //!   `.text`, by a GNU ld script that only `INSERT`s that section into the
 //!   default layout. A stale or missing pattern only costs memory, never
 //!   correctness.
@@ -47,7 +48,13 @@ fn main() {
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
     {
-        let _ = writeln!(script, "    *(.text.{pattern})");
+        if pattern.contains('(') {
+            // An archive member of a C library, `*libc.a:malloc.o(.text …)`.
+            let _ = writeln!(script, "    {pattern}");
+        } else {
+            // LLVM puts functions it judges cold in `.text.unlikely.NAME`.
+            let _ = writeln!(script, "    *(.text.{pattern} .text.unlikely.{pattern})");
+        }
     }
     script.push_str("  }\n}\nINSERT BEFORE .text;\n");
     let out = PathBuf::from(var("OUT_DIR")).join("hot.ld");

@@ -4,19 +4,16 @@
 Usage, from the repository root, after `cargo static-release` (the build the
 benchmark measures):
 
-    cd ../shared/corpus
-    for c in ao-sysctl-tuner-201-cm bitnami-redis-replication ingress-nginx-default \
-             kube-prometheus-stack-default grafana-default vault-ha argo-rollouts-default \
-             dh-sds-node-configurator-ha bitnami-wordpress-features; do
-      valgrind --tool=callgrind --demangle=no --callgrind-out-file=/tmp/hot.$c.cg \
-        ../../<repo>/target/x86_64-unknown-linux-gnu/release/antiopa template <args of $c from cases.tsv> >/dev/null
-    done
-    python3 tests/bench/hot_functions.py /tmp/hot.*.cg > tests/bench/hot-functions.txt
+    python3 tests/bench/hot_functions.py --run [case…] > /tmp/hot.txt
+    mv /tmp/hot.txt tests/bench/hot-functions.txt
 
-(`--object=NAME[,NAME…]` as the first argument selects binaries profiled
-under other file names. valgrind does not name the object of code placed in
-the hot section of a binary linked with the current list, so when profiling
-such a build pass `--object=???,antiopa`.)
+`--run` profiles the release binary with callgrind on the given cases of
+../shared/corpus/cases.tsv (default: a spread of small, mid-size and large
+charts) and writes the list; without it the arguments are callgrind output
+files made with `--demangle=no`. (`--object=NAME[,NAME…]` as the first
+argument selects binaries profiled under other file names. valgrind does not
+name the object of code placed in the hot section of a binary linked with the
+current list, so `???` is always accepted too.)
 
 Patterns come out most-shared first: functions that ran in every profile,
 then those of fewer profiles. The linker places them in that order, so a
@@ -24,21 +21,121 @@ small chart touches only the front of the hot section (the kernel maps code
 in 64 KiB blocks, so scattering the common code over the whole section would
 make every run resident in all of it).
 
-Every function of the antiopa binary that ran in any profile becomes one
-section-name pattern: the mangled name with its hash (and LLVM's local
-suffix) replaced by `*`, and `$` by `?` (GNU ld's wildcard syntax).
+Rust functions: the build uses v0 symbol mangling (.cargo/config.toml), whose
+names spell out every generic argument, so one pattern matches one
+instantiation (legacy names end in an opaque hash, and a pattern with the
+hash replaced matched every instantiation of, say, `RawVec::grow_one` in the
+binary: the hot section was 2.5 MB). Crate disambiguators (`Cs…_`, which
+change with the toolchain and the dependency versions) and LTO's local
+suffixes become `*`; `$` becomes `?` (GNU ld's wildcard syntax).
+
+C functions (glibc, libm, libgcc): each becomes its archive member, e.g.
+`*libc.a:malloc.o(.text .text.*)`, since their objects are built without
+per-function sections. For a member that is one CPU variant of a function
+glibc picks at run time (`memchr-avx2.o`), all its variants are listed, as
+valgrind's virtual CPU is not the one the benchmark runs on.
 """
+import os
 import re
+import subprocess
 import sys
+
+DEFAULT_CASES = [
+    "ao-sysctl-tuner-201-cm", "ao-backend-default", "metrics-server-default",
+    "external-dns-default", "prometheus-node-exporter-default",
+    "kube-state-metrics-default", "vault-ha", "grafana-default", "ingress-nginx-default",
+    "argo-workflows-default", "dh-sds-node-configurator-ha", "bitnami-postgresql-replication",
+    "bitnami-redis-replication", "bitnami-wordpress-features", "argo-rollouts-default",
+    "kube-prometheus-stack-default",
+]
+
+ARCHIVES = [
+    "/usr/lib/x86_64-linux-gnu/libc.a",
+    "/usr/lib/x86_64-linux-gnu/libm-2.36.a",
+    "/usr/lib/gcc/x86_64-linux-gnu/12/libgcc.a",
+    "/usr/lib/gcc/x86_64-linux-gnu/12/libgcc_eh.a",
+]
+
+
+def run_profiles(cases):
+    """Profile the release binary on corpus cases; returns the output files."""
+    root = os.getcwd()
+    binary = os.path.join(root, "target/x86_64-unknown-linux-gnu/release/antiopa")
+    corpus = os.path.normpath(os.path.join(root, "../shared/corpus"))
+    rows = {}
+    with open(os.path.join(corpus, "cases.tsv"), encoding="utf-8") as f:
+        header = f.readline().rstrip("\n").split("\t")
+        for line in f:
+            row = dict(zip(header, line.rstrip("\n").split("\t")))
+            rows[row["case"]] = row
+    out = []
+    for case in cases or DEFAULT_CASES:
+        row = rows[case]
+        args = [binary, "template", row["release"], row["chart_dir"], "--namespace", row["namespace"]]
+        if row["values"] != "-":
+            args += ["-f", row["values"]]
+        path = f"/tmp/hot.{case}.cg"
+        done = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={path}"] + args,
+            cwd=corpus, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        # valgrind's auxiliary vector can crash rustix's vDSO lookup in a
+        # worker thread; such a run is skipped, not fatal.
+        if done.returncode == 0:
+            out.append(path)
+        else:
+            print(f"# skipped {case}: exit {done.returncode} under valgrind", file=sys.stderr)
+    return out
+
+
+def archive_members():
+    """Function name -> (archive file name, member) for the C libraries, and
+    the members that dispatch between CPU variants (define an ifunc)."""
+    members, dispatchers = {}, set()
+    for archive in ARCHIVES:
+        if not os.path.exists(archive):
+            continue
+        listing = subprocess.run(["nm", "-A", "--defined-only", archive],
+                                 capture_output=True, text=True, check=False).stdout
+        for line in listing.splitlines():
+            # /usr/lib/x86_64-linux-gnu/libc.a:malloc.o:00000000000042a0 T malloc
+            head, _, sym = line.rpartition(" ")
+            parts = head.split(":")
+            if len(parts) < 3 or head[-1] not in "TtWwi":
+                continue
+            members.setdefault(sym, (os.path.basename(archive), parts[1]))
+            if head[-1] == "i":
+                dispatchers.add((os.path.basename(archive), parts[1]))
+    return members, dispatchers
+
+
+def rust_pattern(name):
+    name = re.sub(r"'\d+$", "", name)  # callgrind's recursion marker
+    name = re.sub(r"\.llvm\.\d+$", ".llvm.*", name)
+    if name.startswith("_R"):
+        name = re.sub(r"Cs[0-9a-zA-Z]{1,13}_(?=\d)", "Cs*_", name)
+    else:  # legacy mangling (none expected with v0 builds)
+        name = re.sub(r"17h[0-9a-f]{16}E(\.llvm\.\*)?$", "17h*", name)
+    return name.replace("$", "?")
+
+
+def member_pattern(archive, member, dispatchers):
+    # memchr-avx2.o or the dispatcher memchr.o -> memchr.o and every variant
+    # memchr-*.o (valgrind runs its own string functions in place of some)
+    stem = member[:-2] if member.endswith(".o") else member
+    family = stem.split("-", 1)[0]
+    if (archive, member) in dispatchers or (archive, f"{family}.o") in dispatchers:
+        return [f"*{archive}:{family}.o(.text .text.*)", f"*{archive}:{family}-*.o(.text .text.*)"]
+    return [f"*{archive}:{member}(.text .text.*)"]
 
 
 def main():
     args = sys.argv[1:]
-    objects = ["antiopa"]
+    objects = ["antiopa", "???"]
     if args and args[0].startswith("--object="):
-        objects = args.pop(0).split("=", 1)[1].split(",")
+        objects += args.pop(0).split("=", 1)[1].split(",")
+    if args and args[0] == "--run":
+        args = run_profiles(args[1:])
     names = []
-    seen = set()
     # name -> the profiles it ran in
     used_in = {}
     for path in args:
@@ -57,22 +154,26 @@ def main():
                     fns[m.group(2)] = m.group(3).strip()
                 name = fns.get(m.group(2))
                 if m.group(1) == "fn" and name and any(o in cur_obj for o in objects):
-                    used_in.setdefault(name, set()).add(path)
-                    if name not in seen:
-                        seen.add(name)
+                    if name not in used_in:
                         names.append(name)
+                    used_in.setdefault(name, set()).add(path)
     # Stable: within one level of sharing, first-seen order is kept.
     names.sort(key=lambda n: -len(used_in[n]))
+    members, dispatchers = archive_members()
     patterns = []
     done = set()
     for n in names:
-        if not n.startswith(("_ZN", "_R")):
-            continue
-        n = re.sub(r"'\d+$", "", n)
-        p = re.sub(r"17h[0-9a-f]{16}E(\.llvm\.\d+)?$", "17h*", n).replace("$", "?")
-        if p not in done:
-            done.add(p)
-            patterns.append(p)
+        if n.startswith(("_ZN", "_R")):
+            found = [rust_pattern(n)]
+        else:
+            n = re.sub(r"'\d+$", "", n)
+            base = re.sub(r"(\.(part|constprop|isra|cold)\.\d+)+$", "", n)
+            hit = members.get(n) or members.get(base)
+            found = member_pattern(*hit, dispatchers) if hit else []
+        for p in found:
+            if p not in done:
+                done.add(p)
+                patterns.append(p)
     for p in patterns:
         print(p)
 
