@@ -1,5 +1,5 @@
 //! The `antiopa` binary: parse arguments, run, map the result to an exit code.
 
 fn main() {
-    std::process::exit(antiopa::cli::main());
+    antiopa::cli::main()
 }

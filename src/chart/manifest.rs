@@ -317,7 +317,7 @@ const HEAD_STACK: usize = 256 << 20;
 /// reported in Helm's order.
 pub struct HeadWorker {
     queue: Arc<HeadQueue>,
-    handle: std::thread::JoinHandle<PreParsed>,
+    handle: crate::chart::workers::Pending<PreParsed>,
 }
 
 /// Rendered files waiting for their heads to be parsed.
@@ -378,7 +378,7 @@ impl HeadWorker {
     pub fn start() -> Option<HeadWorker> {
         let queue = Arc::new(HeadQueue::default());
         let shared = queue.clone();
-        let handle = crate::chart::workers::spawn(HEAD_STACK, move || {
+        let handle = crate::chart::workers::spawn_detached(HEAD_STACK, move || {
             let mut pre = PreParsed::default();
             while let Some((path, content)) = shared.next() {
                 pre.parse(path, &content);
@@ -410,7 +410,7 @@ impl HeadWorker {
         while let Some((path, content)) = self.queue.take_last() {
             here.parse(path, &content);
         }
-        let mut pre = self.handle.join().unwrap_or_default();
+        let mut pre = self.handle.wait().unwrap_or_default();
         pre.0.extend(here.0);
         pre
     }

@@ -164,6 +164,39 @@ fn reserve_arena(bytes: usize) {
     std::hint::black_box(&blocks);
 }
 
+/// How much of a worker thread's malloc arena is open ([`reserve_arena`])
+/// against what the parse trees of the files it has taken are expected to
+/// need; reserved ahead in doubling steps, so a worker that takes more than
+/// its first share does not go back to growing its arena a page at a time.
+struct ArenaBudget {
+    reserved: usize,
+    needed: usize,
+}
+
+impl ArenaBudget {
+    /// A worker expecting to parse about `share` bytes of templates.
+    fn new(share: usize) -> ArenaBudget {
+        let reserved = share.saturating_mul(TREE_BYTES_PER_SOURCE_BYTE);
+        reserve_arena(reserved);
+        ArenaBudget {
+            reserved,
+            needed: 0,
+        }
+    }
+
+    /// The worker takes a file of `source_bytes`.
+    fn take(&mut self, source_bytes: usize) {
+        self.needed = self
+            .needed
+            .saturating_add(source_bytes.saturating_mul(TREE_BYTES_PER_SOURCE_BYTE));
+        if self.needed > self.reserved {
+            let more = self.needed.max(self.reserved);
+            reserve_arena(more);
+            self.reserved = self.reserved.saturating_add(more);
+        }
+    }
+}
+
 /// The templates of a chart directory are parsed as the loader reads them
 /// (the parsing thread starts before the rest of the chart is read).
 impl crate::chart::load::LoadObserver for ParsePool {
@@ -189,7 +222,7 @@ type ParsePart = Vec<(usize, Result<ParsedFile, crate::engine::Error>)>;
 /// result is that of parsing the final chart's files one after the other.
 pub struct ParsePool {
     shared: Arc<PoolShared>,
-    workers: Vec<std::thread::JoinHandle<ParsePart>>,
+    workers: Vec<workers::Pending<ParsePart>>,
     /// Bytes of the top chart's templates queued as they were read.
     streamed: usize,
 }
@@ -214,7 +247,9 @@ struct PoolState {
 
 impl PoolShared {
     /// Take jobs until the queue is closed and empty.
-    fn work(&self) -> ParsePart {
+    /// A worker thread passes its arena's budget, grown ahead of the parse
+    /// trees it builds; the main thread's arena needs none.
+    fn work(&self, mut budget: Option<ArenaBudget>) -> ParsePart {
         let mut out = Vec::new();
         loop {
             let (id, name, data) = {
@@ -237,6 +272,9 @@ impl PoolShared {
                     st.idle -= 1;
                 }
             };
+            if let Some(b) = &mut budget {
+                b.take(data.len());
+            }
             let parsed = Templates::parse_file_bytes(&name, data.shared(), &self.funcs);
             out.push((id, parsed));
         }
@@ -304,9 +342,8 @@ impl ParsePool {
     fn spawn_workers(&mut self, n: usize, share: usize) {
         for _ in 0..n {
             let shared = self.shared.clone();
-            let h = workers::spawn(WORKER_STACK, move || {
-                reserve_arena(share.saturating_mul(TREE_BYTES_PER_SOURCE_BYTE));
-                shared.work()
+            let h = workers::spawn_detached(WORKER_STACK, move || {
+                shared.work(Some(ArenaBudget::new(share)))
             });
             if let Ok(h) = h {
                 self.workers.push(h);
@@ -399,9 +436,9 @@ impl ParsePool {
         );
 
         let result = other();
-        let mut parts = vec![self.shared.work()];
+        let mut parts = vec![self.shared.work(None)];
         for h in std::mem::take(&mut self.workers) {
-            match h.join() {
+            match h.wait() {
                 Ok(part) => parts.push(part),
                 Err(panic) => std::panic::resume_unwind(panic),
             }
@@ -468,7 +505,7 @@ impl Drop for ParsePool {
         }
         self.shared.close();
         for h in std::mem::take(&mut self.workers) {
-            let _ = h.join();
+            let _ = h.wait();
         }
     }
 }

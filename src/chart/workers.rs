@@ -14,7 +14,8 @@
 //! core some 20-40 µs after the spawn, the child running on another; a
 //! child the kernel placed elsewhere in the first place skips the move.
 
-use std::sync::OnceLock;
+use std::panic::AssertUnwindSafe;
+use std::sync::{OnceLock, mpsc};
 use std::thread::{Builder, JoinHandle, Scope, ScopedJoinHandle};
 
 /// At most this many threads in all; parsing stops scaling well before.
@@ -55,6 +56,39 @@ where
     })?;
     std::thread::yield_now();
     Ok(handle)
+}
+
+/// What a thread started by [`spawn_detached`] hands back.
+pub(crate) struct Pending<T>(mpsc::Receiver<std::thread::Result<T>>);
+
+impl<T> Pending<T> {
+    /// Wait for the thread's result; `Err` carries its panic, as
+    /// [`JoinHandle::join`] would.
+    pub(crate) fn wait(self) -> std::thread::Result<T> {
+        self.0
+            .recv()
+            .unwrap_or_else(|_| Err(Box::new("helper thread ended without a result")))
+    }
+}
+
+/// [`spawn`] for a detached thread, whose result comes through
+/// [`Pending::wait`]. Joining a thread makes the joining thread release
+/// its stack, and glibc unmaps the stacks beyond its 40 MB cache (the
+/// manifest-head thread's alone is larger): tens of microseconds on the
+/// caller's path, a few percent of a small chart's render. A detached
+/// thread releases its own stack as it ends.
+pub(crate) fn spawn_detached<T, F>(stack: usize, f: F) -> std::io::Result<Pending<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let (tx, rx) = mpsc::sync_channel(1);
+    // The handle is dropped at once: the thread is detached.
+    spawn(stack, move || {
+        // Caught to be handed over; the panic hook has already reported it.
+        let _ = tx.send(std::panic::catch_unwind(AssertUnwindSafe(f)));
+    })?;
+    Ok(Pending(rx))
 }
 
 /// [`spawn`] for a thread of `scope`.
@@ -129,6 +163,18 @@ mod tests {
             h.join().unwrap()
         });
         assert_eq!(out.map(|m| m.count()), before.map(|m| m.count()));
+    }
+
+    #[test]
+    fn detached_threads_hand_back_results_and_panics() {
+        let before = affinity_now();
+        let p = spawn_detached(1 << 20, || (6 * 7, affinity_now())).unwrap();
+        let (v, mask) = p.wait().unwrap();
+        assert_eq!(v, 42);
+        assert_eq!(mask.map(|m| m.count()), before.map(|m| m.count()));
+        let p = spawn_detached(1 << 20, || -> u8 { panic!("boom") }).unwrap();
+        let panic = p.wait().unwrap_err();
+        assert_eq!(panic.downcast_ref::<&str>(), Some(&"boom"));
     }
 
     fn affinity_now() -> Option<rustix::thread::CpuSet> {
