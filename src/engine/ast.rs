@@ -154,10 +154,12 @@ pub enum Arg {
     Nil(usize),
     Bool(usize, bool),
     Number(usize, Box<Number>),
-    /// `quoted` is the source spelling, which `String()` prints.
+    /// `quoted` is the source spelling, which `String()` prints; `None`
+    /// when that is `text` between double quotes (no escapes), as most
+    /// constants are spelled, which saves a copy of each.
     Str {
         pos: usize,
-        quoted: Box<str>,
+        quoted: Option<Box<str>>,
         text: Arc<str>,
     },
 }
@@ -216,7 +218,10 @@ impl fmt::Display for Arg {
             Arg::Nil(_) => f.write_str("nil"),
             Arg::Bool(_, b) => f.write_str(if *b { "true" } else { "false" }),
             Arg::Number(_, n) => f.write_str(&n.text),
-            Arg::Str { quoted, .. } => f.write_str(quoted),
+            Arg::Str {
+                quoted: Some(q), ..
+            } => f.write_str(q),
+            Arg::Str { text, .. } => write!(f, "\"{text}\""),
         }
     }
 }

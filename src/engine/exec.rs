@@ -710,7 +710,7 @@ impl<'a, 't> State<'a, 't> {
             Arg::Dot(_) => Ok(dot.clone()),
             Arg::Nil(_) => Err(self.err("nil is not a command".into())),
             Arg::Number(_, n) => self.ideal_constant(n).map(V::val),
-            Arg::Str { text, quoted, .. } => Ok(V::val(string_constant(text, quoted))),
+            Arg::Str { text, quoted, .. } => Ok(V::val(string_constant(text, quoted.as_deref()))),
             _ => Err(self.err(format!(
                 "can't evaluate command {}",
                 gofmt::quote(&first.to_string())
@@ -1155,13 +1155,13 @@ impl<'a, 't> State<'a, 't> {
                 _ => Err(self.err(format!("expected string; found {n}"))),
             },
             Param::RawStr => match n {
-                Arg::Str { text, quoted, .. } => Ok(string_constant(text, quoted)),
+                Arg::Str { text, quoted, .. } => Ok(string_constant(text, quoted.as_deref())),
                 _ => Err(self.err(format!("expected string; found {n}"))),
             },
             Param::Any => match n {
                 Arg::Bool(_, b) => Ok(Value::Bool(*b)),
                 Arg::Number(_, num) => self.ideal_constant(num),
-                Arg::Str { text, quoted, .. } => Ok(string_constant(text, quoted)),
+                Arg::Str { text, quoted, .. } => Ok(string_constant(text, quoted.as_deref())),
                 _ => Err(self.err(format!(
                     "can't handle assignment of {n} to empty interface argument"
                 ))),
@@ -1246,10 +1246,10 @@ fn can_be_nil(p: Param) -> bool {
 /// or octal escape of a byte >= 0x80 becomes U+FFFD); Go's constant holds
 /// that byte, so such a constant is decoded again from its quoted form
 /// into a byte string.
-fn string_constant(text: &str, quoted: &str) -> Value {
-    if !text.contains('\u{FFFD}') || !quoted.starts_with('"') {
+fn string_constant(text: &str, quoted: Option<&str>) -> Value {
+    let Some(quoted) = quoted.filter(|q| q.starts_with('"') && text.contains('\u{FFFD}')) else {
         return Value::str(text);
-    }
+    };
     match unquote_bytes(quoted) {
         Some(b) => Value::from_go_bytes(b),
         None => Value::str(text),

@@ -6,6 +6,7 @@
 //! and Helm rewrites them by splitting on `": "`.
 
 use foldhash::{HashMap, HashMapExt};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::ast::{Arg, Branch, Callee, Command, Node, Number, Pipe, Source, Tree, is_empty_tree};
@@ -285,7 +286,7 @@ impl<'a> Parser<'a, '_> {
         if let End::Else = end {
             return Err(self.errorf(format!("unexpected {{{{else}}}} in {context}")));
         }
-        self.add(Arc::from(name.as_str()), list)
+        self.add(Arc::from(&*name), list)
     }
 
     fn item_list(&mut self) -> PResult<(Box<[Node]>, End)> {
@@ -574,9 +575,9 @@ impl<'a> Parser<'a, '_> {
 
     fn parse_template_name(&mut self, token: &Item<'_>, context: &str) -> PResult<String> {
         match token.typ {
-            ItemType::String | ItemType::RawString => {
-                unquote(token.val).map_err(|e| self.errorf(e))
-            }
+            ItemType::String | ItemType::RawString => unquote(token.val)
+                .map(Cow::into_owned)
+                .map_err(|e| self.errorf(e)),
             _ => Err(self.unexpected(token, context)),
         }
     }
@@ -704,10 +705,18 @@ impl<'a> Parser<'a, '_> {
             }
             ItemType::String | ItemType::RawString => {
                 let s = unquote(token.val).map_err(|e| self.errorf(e))?;
+                let plain = token.val.len() == s.len() + 2
+                    && token.val.starts_with('"')
+                    && token.val.get(1..token.val.len() - 1) == Some(&*s);
                 Arg::Str {
                     pos: token.pos,
-                    quoted: token.val.into(),
-                    text: Arc::from(s),
+                    quoted: (!plain).then(|| token.val.into()),
+                    // Constants repeat (helper names passed to `include`):
+                    // one shared copy of each, as for identifiers.
+                    text: match s {
+                        Cow::Borrowed(b) => self.intern(b),
+                        Cow::Owned(o) => Arc::from(o),
+                    },
                 }
             }
             _ => {
@@ -730,7 +739,7 @@ fn quote(s: &str) -> String {
 
 /// Go's `strconv.Unquote` for `"…"` and `` `…` `` (the lexer guarantees
 /// the shape). Errors are Go's `invalid syntax`.
-pub fn unquote(s: &str) -> Result<String, String> {
+pub fn unquote(s: &str) -> Result<Cow<'_, str>, String> {
     let bad = || "invalid syntax".to_string();
     let b = s.as_bytes();
     if b.len() < 2 {
@@ -746,13 +755,16 @@ pub fn unquote(s: &str) -> Result<String, String> {
             return Err(bad());
         }
         // Raw strings drop carriage returns.
-        return Ok(body.replace('\r', ""));
+        if body.contains('\r') {
+            return Ok(Cow::Owned(body.replace('\r', "")));
+        }
+        return Ok(Cow::Borrowed(body));
     }
     if q != b'"' {
         return Err(bad());
     }
     if !body.contains('\\') && !body.contains('"') {
-        return Ok(body.to_string());
+        return Ok(Cow::Borrowed(body));
     }
     let mut out = String::with_capacity(body.len());
     let mut rest = body;
@@ -775,7 +787,7 @@ pub fn unquote(s: &str) -> Result<String, String> {
         }
         rest = tail;
     }
-    Ok(out)
+    Ok(Cow::Owned(out))
 }
 
 enum Unq {
@@ -1248,15 +1260,22 @@ mod tests {
             "t=[{{\"a\" | printf}}]"
         );
         assert_eq!(tree_string("{{ (1) | printf }}"), "t=[{{(1) | printf}}]");
+        // Constants print as spelled: escapes and raw quotes are kept.
+        assert_eq!(
+            tree_string("{{ `r\\n` | printf \"a\\tb\" \"\\x41\" }}"),
+            "t=[{{`r\\n` | printf \"a\\tb\" \"\\x41\"}}]"
+        );
     }
 
     #[test]
     fn unquote_matches_go() {
         assert_eq!(
-            unquote("\"a\\tb\\u00e9\\x41\\101\""),
-            Ok("a\tbéAA".to_string())
+            unquote("\"a\\tb\\u00e9\\x41\\101\"").as_deref(),
+            Ok("a\tbéAA")
         );
-        assert_eq!(unquote("`raw\r\n`"), Ok("raw\n".to_string()));
+        assert_eq!(unquote("`raw\r\n`").as_deref(), Ok("raw\n"));
+        assert_eq!(unquote("`raw`").as_deref(), Ok("raw"));
+        assert_eq!(unquote("\"plain\"").as_deref(), Ok("plain"));
         assert_eq!(unquote("\"bad\\q\""), Err("invalid syntax".to_string()));
     }
 }
