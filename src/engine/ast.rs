@@ -6,6 +6,7 @@
 //! as `<…>`. Functions are resolved at parse time into [`Callee`]s so the
 //! evaluator does no map look-ups.
 
+use smallvec::SmallVec;
 use std::fmt;
 use std::sync::Arc;
 
@@ -108,7 +109,9 @@ pub struct Pipe {
     pub pos: usize,
     pub is_assign: bool,
     pub decl: Box<[Arc<str>]>,
-    pub cmds: Box<[Command]>,
+    /// Most pipelines are one command, kept inline: one allocation less
+    /// per action.
+    pub cmds: SmallVec<[Command; 1]>,
 }
 
 pub struct Command {

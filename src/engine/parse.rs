@@ -437,7 +437,7 @@ impl<'a> Parser<'a, '_> {
                     pos,
                     is_assign,
                     decl: take(&mut self.names, names),
-                    cmds: take(&mut self.cmds, cmds),
+                    cmds: self.cmds.drain(cmds..).collect(),
                 });
             }
             match token.typ {
