@@ -44,18 +44,24 @@ fn allowed_cpus() -> Option<usize> {
 
 /// Start `f` on a new thread with a stack of `stack` bytes, running beside
 /// this one from the start (see the module comment).
-pub(crate) fn spawn<T, F>(stack: usize, f: F) -> std::io::Result<JoinHandle<T>>
+fn spawn<T, F>(stack: usize, f: F) -> std::io::Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let parent = current_cpu();
-    let handle = Builder::new().stack_size(stack).spawn(move || {
-        leave_cpu(parent);
-        f()
-    })?;
+    let handle = Builder::new().stack_size(stack).spawn(off_this_core(f))?;
     std::thread::yield_now();
     Ok(handle)
+}
+
+/// `f`, run first moving off the core of the thread calling this (see
+/// [`leave_cpu`]).
+fn off_this_core<T>(f: impl FnOnce() -> T) -> impl FnOnce() -> T {
+    let parent = current_cpu();
+    move || {
+        leave_cpu(parent);
+        f()
+    }
 }
 
 /// What a thread started by [`spawn_detached`] hands back.
@@ -101,13 +107,9 @@ where
     F: FnOnce() -> T + Send + 'scope,
     T: Send + 'scope,
 {
-    let parent = current_cpu();
     let handle = Builder::new()
         .stack_size(stack)
-        .spawn_scoped(scope, move || {
-            leave_cpu(parent);
-            f()
-        })?;
+        .spawn_scoped(scope, off_this_core(f))?;
     std::thread::yield_now();
     Ok(handle)
 }
@@ -149,35 +151,36 @@ fn leave_cpu(parent: Option<usize>) {
 mod tests {
     use super::*;
 
+    /// Each way of starting a thread runs it and returns its result; the
+    /// child narrowed its mask only for the move: it ends with the
+    /// process's mask again, so the scheduler may place it anywhere.
     #[test]
-    fn spawned_threads_run_and_keep_the_whole_affinity_mask() {
-        let before = affinity_now();
-        let h = spawn(1 << 20, || (21 * 2, affinity_now())).unwrap();
-        let (v, mask) = h.join().unwrap();
-        assert_eq!(v, 42);
-        // The child narrowed its mask only for the move: it ends with the
-        // process's mask again, so the scheduler may place it anywhere.
-        assert_eq!(mask.map(|m| m.count()), before.map(|m| m.count()));
-        let out = std::thread::scope(|s| {
-            let h = spawn_scoped(s, 1 << 20, affinity_now).unwrap();
+    fn threads_run_and_keep_the_whole_affinity_mask() {
+        let whole = cpus_now();
+        let joined = spawn(1 << 20, || (21 * 2, cpus_now())).unwrap().join();
+        let scoped = std::thread::scope(|s| {
+            let h = spawn_scoped(s, 1 << 20, || (6 * 7, cpus_now())).unwrap();
             h.join().unwrap()
         });
-        assert_eq!(out.map(|m| m.count()), before.map(|m| m.count()));
+        let detached = spawn_detached(1 << 20, || (40 + 2, cpus_now()))
+            .unwrap()
+            .wait();
+        for got in [joined.unwrap(), scoped, detached.unwrap()] {
+            assert_eq!(got, (42, whole));
+        }
     }
 
     #[test]
-    fn detached_threads_hand_back_results_and_panics() {
-        let before = affinity_now();
-        let p = spawn_detached(1 << 20, || (6 * 7, affinity_now())).unwrap();
-        let (v, mask) = p.wait().unwrap();
-        assert_eq!(v, 42);
-        assert_eq!(mask.map(|m| m.count()), before.map(|m| m.count()));
+    fn detached_threads_hand_back_panics() {
         let p = spawn_detached(1 << 20, || -> u8 { panic!("boom") }).unwrap();
         let panic = p.wait().unwrap_err();
         assert_eq!(panic.downcast_ref::<&str>(), Some(&"boom"));
     }
 
-    fn affinity_now() -> Option<rustix::thread::CpuSet> {
-        rustix::thread::sched_getaffinity(None).ok()
+    /// How many CPUs this thread may run on.
+    fn cpus_now() -> Option<u32> {
+        rustix::thread::sched_getaffinity(None)
+            .ok()
+            .map(|m| m.count())
     }
 }
