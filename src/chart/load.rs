@@ -879,13 +879,23 @@ mod tests {
         std::fs::write(p, text).unwrap();
     }
 
-    /// A minimal v2 `Chart.yaml` named `name` at `chart_dir`.
     /// Make a FIFO at `path`; false where `mkfifo` is missing.
     fn mkfifo(path: &Path) -> bool {
         let made = std::process::Command::new("mkfifo").arg(path).status();
         made.is_ok_and(|s| s.success())
     }
 
+    /// A temporary directory (kept while the first value lives), its
+    /// canonical path, and a chart `c` in it whose `Chart.yaml` names `name`.
+    fn chart_in_tempdir(name: &str) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        let d = root.join("c");
+        write_chart_yaml(&d, name);
+        (t, root, d)
+    }
+
+    /// A minimal v2 `Chart.yaml` named `name` at `chart_dir`.
     fn write_chart_yaml(chart_dir: &Path, name: &str) {
         write(
             chart_dir,
@@ -905,10 +915,7 @@ mod tests {
     /// from helm v3.17.3 on the same layout).
     #[test]
     fn symlinks_and_irregular_files_as_helm() {
-        let t = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(t.path()).unwrap();
-        let d = root.join("c");
-        write_chart_yaml(&d, "c");
+        let (_t, root, d) = chart_in_tempdir("c");
         write(&root, "ext/a.yaml", "kind: A\n");
         write(&root, "ext/sub/b.yaml", "kind: B\n");
         std::fs::create_dir(d.join("templates")).unwrap();
@@ -998,10 +1005,7 @@ mod tests {
                 self.known.push(chart.templates.len());
             }
         }
-        let t = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(t.path()).unwrap();
-        let d = root.join("c");
-        write_chart_yaml(&d, "named");
+        let (_t, root, d) = chart_in_tempdir("named");
         write(&d, "a.txt", "a");
         write(&d, "templates/x.yaml", "x");
         write(&d, "z.txt", "z");

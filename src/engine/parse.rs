@@ -705,8 +705,7 @@ impl<'a> Parser<'a, '_> {
             }
             ItemType::String | ItemType::RawString => {
                 let s = unquote(token.val).map_err(|e| self.errorf(e))?;
-                let plain = token.val.len() == s.len() + 2
-                    && token.val.starts_with('"')
+                let plain = token.val.starts_with('"')
                     && token.val.get(1..token.val.len() - 1) == Some(&*s);
                 Arg::Str {
                     pos: token.pos,
