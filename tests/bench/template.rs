@@ -73,11 +73,12 @@ impl Watchdog {
                 if let Some((pid, deadline)) = st.run
                     && Instant::now() > deadline
                 {
-                    // The shell's builtin `kill`: a `kill` program may not be installed.
-                    let _ = Command::new("sh")
-                        .arg("-c")
-                        .arg(format!("kill -9 {pid}"))
-                        .status();
+                    if let Some(pid) = i32::try_from(pid)
+                        .ok()
+                        .and_then(rustix::process::Pid::from_raw)
+                    {
+                        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                    }
                     st.fired = true;
                     st.run = None;
                 }
