@@ -25,6 +25,8 @@ import statistics
 import sys
 import time
 
+from corpus_cases import corpus_dir, read_cases, template_args
+
 # The time of these is RSA key generation (genCA, genPrivateKey), noise for this.
 SKIP = {"bitnami-nginx-default", "linkerd-control-plane-certs",
         "linkerd-control-plane-ha", "metrics-server-helmtls"}
@@ -36,18 +38,9 @@ def main():
     runs = int(sys.argv[1])
     bins = [os.path.abspath(b) for b in sys.argv[2:4]]
     only = sys.argv[4] if len(sys.argv) > 4 else ""
-    corpus = os.path.normpath(os.path.join(os.getcwd(), "../shared/corpus"))
-    cases = []
-    with open(os.path.join(corpus, "cases.tsv"), encoding="utf-8") as f:
-        header = f.readline().rstrip("\n").split("\t")
-        for line in f:
-            row = dict(zip(header, line.rstrip("\n").split("\t")))
-            if row["expect"] != "ok" or only not in row["case"] or row["case"] in SKIP:
-                continue
-            args = ["template", row["release"], row["chart_dir"], "--namespace", row["namespace"]]
-            if row["values"] != "-":
-                args += ["-f", row["values"]]
-            cases.append((row["case"], args))
+    corpus = corpus_dir()
+    cases = [(row["case"], template_args(row)) for row in read_cases(corpus)
+             if row["expect"] == "ok" and only in row["case"] and row["case"] not in SKIP]
     os.chdir(corpus)
     null = os.open(os.devnull, os.O_WRONLY)
     actions = [(os.POSIX_SPAWN_DUP2, null, 1), (os.POSIX_SPAWN_DUP2, null, 2)]

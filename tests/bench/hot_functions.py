@@ -40,6 +40,8 @@ import re
 import subprocess
 import sys
 
+from corpus_cases import corpus_dir, read_cases, template_args
+
 DEFAULT_CASES = [
     "ao-sysctl-tuner-201-cm", "ao-backend-default", "metrics-server-default",
     "external-dns-default", "prometheus-node-exporter-default",
@@ -59,27 +61,18 @@ ARCHIVES = [
 
 def run_profiles(cases):
     """Profile the release binary on corpus cases; returns the output files."""
-    root = os.getcwd()
-    binary = os.path.join(root, "target/x86_64-unknown-linux-gnu/release/antiopa")
-    corpus = os.path.normpath(os.path.join(root, "../shared/corpus"))
-    rows = {}
-    with open(os.path.join(corpus, "cases.tsv"), encoding="utf-8") as f:
-        header = f.readline().rstrip("\n").split("\t")
-        for line in f:
-            row = dict(zip(header, line.rstrip("\n").split("\t")))
-            rows[row["case"]] = row
+    binary = os.path.join(os.getcwd(), "target/x86_64-unknown-linux-gnu/release/antiopa")
+    corpus = corpus_dir()
+    rows = {row["case"]: row for row in read_cases(corpus)}
     out = []
     for case in cases or DEFAULT_CASES:
-        row = rows[case]
-        args = [binary, "template", row["release"], row["chart_dir"], "--namespace", row["namespace"]]
-        if row["values"] != "-":
-            args += ["-f", row["values"]]
+        args = [binary] + template_args(rows[case])
         path = f"/tmp/hot.{case}.cg"
         done = subprocess.run(
             ["valgrind", "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={path}"] + args,
             cwd=corpus, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-        # valgrind's auxiliary vector can crash rustix's vDSO lookup in a
-        # worker thread; such a run is skipped, not fatal.
+        # A run valgrind cannot finish is skipped, not fatal (the list
+        # then misses what only that case runs).
         if done.returncode == 0:
             out.append(path)
         else:
