@@ -7,6 +7,7 @@
 
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::chart::coalesce::Warn;
 use crate::chart::ignore::Rules;
@@ -391,9 +392,10 @@ impl Walk<'_> {
                 return Err(e);
             }
             let data = if eager {
-                let v = read_to_end(&fd, len as usize)
-                    .map_err(|e| invalid(format!("error reading {n}: {e}")))?;
-                let data = Data::loaded(v);
+                let data = Data::from(
+                    read_shared(&fd, len as usize)
+                        .map_err(|e| invalid(format!("error reading {n}: {e}")))?,
+                );
                 (self.sink)(&n, &data);
                 data
             } else {
@@ -405,22 +407,72 @@ impl Walk<'_> {
     }
 }
 
-/// The whole of an open file of `len` bytes (more if it grew since): one
-/// read for the bytes and one that finds the end. Not `Read::read_to_end`
-/// on a `File`, which first asks the file's size and position again (two
-/// more system calls per file).
-fn read_to_end(fd: &rustix::fd::OwnedFd, len: usize) -> std::io::Result<Vec<u8>> {
-    let mut v = Vec::with_capacity(len + 1);
+/// The whole of an open file of `len` bytes (more if it grew since),
+/// without a UTF-8 byte order mark (Helm's loader drops it from every
+/// file), read straight into the shared buffer the chart keeps: one read
+/// for the bytes and one that finds the end. Not `std::fs::read` and
+/// `Arc::from(Vec)`: that copies every byte a second time into a new
+/// allocation (a chart's templates and values are hundreds of kilobytes,
+/// and each fresh page of the copy is a page fault), and `Read::read_to_end`
+/// on a `File` first asks the file's size and position again (two more
+/// system calls per file).
+pub(crate) fn read_shared(fd: &rustix::fd::OwnedFd, len: usize) -> std::io::Result<Arc<[u8]>> {
+    // A zero-filled slice collected from an exact-size iterator is a
+    // single allocation of the final size, which the file is read into.
+    let mut buf: Arc<[u8]> = std::iter::repeat_n(0u8, len).collect();
+    let mut filled = 0;
+    if let Some(dst) = Arc::get_mut(&mut buf) {
+        while filled < len {
+            match rustix::io::read(fd, &mut dst[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    let mut rest = Vec::new();
+    read_rest(fd, &mut rest)?;
+    if filled == len && rest.is_empty() {
+        return Ok(without_bom(buf));
+    }
+    // The file changed size since it was measured.
+    let mut v = buf[..filled].to_vec();
+    v.extend_from_slice(&rest);
+    Ok(without_bom(Arc::from(v)))
+}
+
+/// Append what is left of `fd` to `v`.
+fn read_rest(fd: &rustix::fd::OwnedFd, v: &mut Vec<u8>) -> std::io::Result<()> {
     loop {
         if v.len() == v.capacity() {
-            v.reserve(v.capacity().max(4096));
+            v.reserve(v.capacity().max(64));
         }
-        match rustix::io::read(fd, rustix::buffer::spare_capacity(&mut v)) {
-            Ok(0) => return Ok(v),
+        match rustix::io::read(fd, rustix::buffer::spare_capacity(&mut *v)) {
+            Ok(0) => return Ok(()),
             Ok(_) | Err(rustix::io::Errno::INTR) => {}
             Err(e) => return Err(e.into()),
         }
     }
+}
+
+fn without_bom(buf: Arc<[u8]>) -> Arc<[u8]> {
+    match buf.strip_prefix(&[0xEF, 0xBB, 0xBF]) {
+        Some(rest) => Arc::from(rest),
+        None => buf,
+    }
+}
+
+/// The bytes of the file at `path` ([`read_shared`]), for a file whose
+/// reading was deferred.
+pub(crate) fn read_path(path: &Path) -> std::io::Result<Arc<[u8]>> {
+    let fd = rustix::fs::open(
+        path,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )?;
+    let len = rustix::fs::fstat(&fd)?.st_size;
+    read_shared(&fd, usize::try_from(len).unwrap_or(0))
 }
 
 /// Whether the mode bits of a file let this process read it, without
@@ -902,6 +954,36 @@ mod tests {
             "Chart.yaml",
             &format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n"),
         );
+    }
+
+    #[test]
+    fn files_lose_their_byte_order_mark_whether_read_now_or_later() {
+        let (_t, _root, d) = chart_in_tempdir("bom");
+        write(&d, "values.yaml", "\u{feff}a: 1\n");
+        write(&d, "templates/t.yaml", "\u{feff}x: {{ .Values.a }}\n");
+        write(&d, "files/f.txt", "\u{feff}text");
+        let c = load_dir(&d, &mut |_| {}).unwrap();
+        assert_eq!(&*c.templates[0].data, b"x: {{ .Values.a }}\n");
+        assert_eq!(
+            c.values.get("a").map(|v| format!("{v:?}")),
+            Some("Float(1.0)".into())
+        );
+        let f = c.files.iter().find(|f| f.name == "files/f.txt").unwrap();
+        assert_eq!(&*f.data, b"text");
+    }
+
+    #[test]
+    fn a_file_that_changed_size_since_its_stat_is_read_whole() {
+        let (_t, _root, d) = chart_in_tempdir("size");
+        let p = d.join("f");
+        std::fs::write(&p, "0123456789").unwrap();
+        let open =
+            || rustix::fs::open(&p, rustix::fs::OFlags::RDONLY, rustix::fs::Mode::empty()).unwrap();
+        // Longer than measured, shorter than measured, exactly as measured.
+        assert_eq!(&*read_shared(&open(), 4).unwrap(), b"0123456789");
+        assert_eq!(&*read_shared(&open(), 20).unwrap(), b"0123456789");
+        assert_eq!(&*read_shared(&open(), 10).unwrap(), b"0123456789");
+        assert_eq!(&*read_shared(&open(), 0).unwrap(), b"0123456789");
     }
 
     #[test]

@@ -41,14 +41,6 @@ impl Data {
         }))
     }
 
-    /// Bytes read already, without a UTF-8 byte order mark.
-    pub fn loaded(mut v: Vec<u8>) -> Data {
-        if v.starts_with(&[0xEF, 0xBB, 0xBF]) {
-            v.drain(..3);
-        }
-        Data::from(Arc::<[u8]>::from(v))
-    }
-
     /// The bytes (read now if they were deferred). A file that vanished or
     /// became unreadable since the load reads as empty.
     pub fn bytes(&self) -> &[u8] {
@@ -58,16 +50,11 @@ impl Data {
     /// The bytes as a shared buffer.
     pub fn shared(&self) -> &Arc<[u8]> {
         self.0.bytes.get_or_init(|| {
-            let mut v = self
-                .0
+            self.0
                 .path
-                .as_ref()
-                .and_then(|p| std::fs::read(p).ok())
-                .unwrap_or_default();
-            if v.starts_with(&[0xEF, 0xBB, 0xBF]) {
-                v.drain(..3);
-            }
-            Arc::from(v)
+                .as_deref()
+                .and_then(|p| crate::chart::load::read_path(p).ok())
+                .unwrap_or_else(|| Arc::from(&[][..]))
         })
     }
 }
