@@ -203,6 +203,14 @@ impl Object for Files {
             .collect();
         Some(Value::Map(Rc::new(Map::new(MapKind::Any, entries))))
     }
+    fn underlying_keys(&self) -> Option<Value> {
+        let entries: Entries = self
+            .map
+            .keys()
+            .map(|k| (Rc::from(k.as_str()), Value::Nil))
+            .collect();
+        Some(Value::Map(Rc::new(Map::new(MapKind::Any, entries))))
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }

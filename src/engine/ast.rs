@@ -330,3 +330,38 @@ pub fn is_empty_tree(list: &[Node], text: &[u8]) -> bool {
         _ => false,
     })
 }
+
+/// Whether running `list` may look at its dot or at the variable `var`
+/// (the element a `range` binds). Conservative: any `.`, field of the dot
+/// or mention of the name counts, wherever it is.
+pub fn may_observe(list: &[Node], var: Option<&str>) -> bool {
+    fn pipe(p: &Pipe, var: Option<&str>) -> bool {
+        p.cmds
+            .iter()
+            .flat_map(|c| c.args.iter())
+            .any(|a| arg(a, var))
+    }
+    fn arg(a: &Arg, var: Option<&str>) -> bool {
+        match a {
+            Arg::Field { .. } | Arg::Dot(_) => true,
+            Arg::Chain { node, .. } => arg(node, var),
+            Arg::Pipe(p) => pipe(p, var),
+            Arg::Var { idents, .. } => {
+                var.is_some_and(|v| idents.first().is_some_and(|i| **i == *v))
+            }
+            Arg::Ident { .. } | Arg::Nil(_) | Arg::Bool(..) | Arg::Number(..) | Arg::Str { .. } => {
+                false
+            }
+        }
+    }
+    list.iter().any(|n| match n {
+        Node::Text { .. } | Node::Break(_) | Node::Continue(_) => false,
+        Node::Action(p) => pipe(p, var),
+        Node::If(b) | Node::Range(b) | Node::With(b) => {
+            pipe(&b.pipe, var)
+                || may_observe(&b.list, var)
+                || b.else_list.as_deref().is_some_and(|e| may_observe(e, var))
+        }
+        Node::Template { pipe: p, .. } => p.as_deref().is_some_and(|p| pipe(p, var)),
+    })
+}

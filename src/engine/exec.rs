@@ -13,7 +13,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 
-use super::ast::{Arg, Branch, Callee, Command, Node, Pipe, Source, Tree};
+use super::ast::{self, Arg, Branch, Callee, Command, Node, Pipe, Source, Tree};
 use super::error::{Error, ErrorData, ErrorKind};
 use super::funcs::{Env, FuncMap, Param};
 use super::gofmt;
@@ -573,7 +573,13 @@ impl<'a, 't> State<'a, 't> {
     ) -> R<()> {
         // Named map and slice types (Helm's `Files`, `VersionSet`) range
         // like their underlying map or slice, as Go's reflection sees them.
-        let val = self.eval_pipeline(dot, &r.pipe)?.underlying();
+        let val = match self.eval_pipeline(dot, &r.pipe)? {
+            // Listing names (`range $path, $_ := .Files.Glob "…"`) reads no file.
+            Value::Object(o) if !ast::may_observe(&r.list, r.pipe.decl.last().map(|v| &**v)) => {
+                o.underlying_keys().unwrap_or(Value::Object(o))
+            }
+            v => v.underlying(),
+        };
         let mark = self.vars.len();
         let ndecl = r.pipe.decl.len();
         let iteration = |s: &mut Self, index: Value, elem: V, out: &mut Vec<u8>| -> R<()> {

@@ -1218,6 +1218,39 @@ mod tests {
     }
 
     #[test]
+    fn which_range_bodies_look_at_their_elements() {
+        let mut m = FuncMap::default();
+        super::super::funcs::builtins::register(&mut m);
+        let observes = |text: &str| {
+            let trees = parse("t", text, &m).unwrap();
+            let Some(crate::engine::ast::Node::Range(b)) = trees[0].root.first() else {
+                panic!("not a range: {text}");
+            };
+            crate::engine::ast::may_observe(&b.list, b.pipe.decl.last().map(|v| &**v))
+        };
+        for text in [
+            "{{range .}}{{.}}{{end}}",
+            "{{range .}}{{.a.b}}{{end}}",
+            "{{range $k, $v := .}}{{$v}}{{end}}",
+            "{{range $v := .}}{{$v.x}}{{end}}",
+            "{{range $k, $v := .}}{{if $k}}{{else}}{{print (len $v)}}{{end}}{{end}}",
+            "{{range $k, $v := .}}{{with $k}}{{.}}{{end}}{{end}}",
+            "{{range $k, $v := .}}{{template \"x\" .}}{{end}}",
+            "{{range $k, $_ := .}}{{(.).x}}{{end}}",
+        ] {
+            assert!(observes(text), "{text}");
+        }
+        for text in [
+            "{{range $k, $_ := .}}{{$k}}{{end}}",
+            "{{range $k, $v := .}}{{$.Files.Get $k}}{{$v2 := 1}}{{$v2}}{{end}}",
+            "{{range $k, $_ := .}}{{template \"x\"}}{{break}}{{end}}",
+            "{{range $k, $_ := .}}{{else}}{{.}}{{end}}",
+        ] {
+            assert!(!observes(text), "{text}");
+        }
+    }
+
+    #[test]
     fn control_structures_and_definitions() {
         assert_eq!(
             tree_string("{{if .a}}A{{else if .b}}B{{else}}C{{end}}"),

@@ -239,6 +239,13 @@ pub trait Object {
     fn underlying(&self) -> Option<Value> {
         None
     }
+    /// [`Object::underlying`] for a `range` whose body never looks at the
+    /// elements: the same keys or length, the elements possibly nil. Lets
+    /// a collection whose elements are costly to make (`.Files`, whose
+    /// files are read on first use) skip making them.
+    fn underlying_keys(&self) -> Option<Value> {
+        self.underlying()
+    }
     /// Lets functions downcast to the concrete type (e.g. `semverCompare` on a
     /// `*semver.Version`, or the chart's `Files`).
     fn as_any(&self) -> &dyn Any;
