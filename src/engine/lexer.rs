@@ -214,6 +214,7 @@ impl<'a> Lexer<'a> {
 
     /// The next item, lexing as far as needed. After the `Eof` or `Error`
     /// item, that item again.
+    #[inline]
     pub fn next_item(&mut self) -> Item<'a> {
         loop {
             if let Some(&it) = self.items.get(self.head) {

@@ -138,11 +138,13 @@ impl<'a> Parser<'a, '_> {
             .or_insert_with(|| Arc::from(name))
             .clone()
     }
+    #[inline]
     fn lex_next(&mut self) -> Item<'a> {
         let it = self.lexer.next_item();
         self.last_pos = it.pos;
         it
     }
+    #[inline]
     fn next(&mut self) -> Item<'a> {
         if self.peek_count > 0 {
             self.peek_count -= 1;
@@ -151,6 +153,7 @@ impl<'a> Parser<'a, '_> {
         }
         self.token[self.peek_count]
     }
+    #[inline]
     fn backup(&mut self) {
         self.peek_count += 1;
     }
@@ -163,6 +166,7 @@ impl<'a> Parser<'a, '_> {
         self.token[2] = t2;
         self.peek_count = 3;
     }
+    #[inline]
     fn peek(&mut self) -> Item<'a> {
         if self.peek_count > 0 {
             return self.token[self.peek_count - 1];
@@ -171,6 +175,7 @@ impl<'a> Parser<'a, '_> {
         self.token[0] = self.lex_next();
         self.token[0]
     }
+    #[inline]
     fn next_non_space(&mut self) -> Item<'a> {
         loop {
             let t = self.next();
@@ -179,6 +184,7 @@ impl<'a> Parser<'a, '_> {
             }
         }
     }
+    #[inline]
     fn peek_non_space(&mut self) -> Item<'a> {
         let t = self.next_non_space();
         self.backup();
