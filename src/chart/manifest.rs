@@ -172,7 +172,9 @@ fn split_sep(s: &str) -> Vec<&str> {
         last = ws_end(3);
         pos = last;
     }
-    while let Some(off) = s[pos..].find("\n---") {
+    // memmem rather than `str::find`, which sets up a two-way searcher for
+    // each call: a rendered file is split once per document.
+    while let Some(off) = memchr::memmem::find(&b[pos..], b"\n---") {
         let nl = pos + off;
         let mut start = nl;
         while start > pos && is_re2_space(b[start - 1]) {

@@ -374,7 +374,9 @@ impl<'a> Lexer<'a> {
 
     fn lex_comment(&mut self) -> State {
         self.pos += LEFT_COMMENT.len();
-        let Some(x) = self.rest().find(RIGHT_COMMENT) else {
+        // Comments are long (license headers): memmem, not `str::find`'s
+        // two-way searcher set up for each one.
+        let Some(x) = memchr::memmem::find(self.rest().as_bytes(), RIGHT_COMMENT.as_bytes()) else {
             return self.errorf("unclosed comment".into());
         };
         self.pos += x + RIGHT_COMMENT.len();
