@@ -5,8 +5,9 @@
 //! Go, because parse errors are user-visible (`template: NAME:LINE: MSG`)
 //! and Helm rewrites them by splitting on `": "`.
 
-use foldhash::{HashMap, HashMapExt};
+use foldhash::{HashSet, HashSetExt};
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use super::ast::{Arg, Branch, Callee, Command, Node, Number, Pipe, Source, Tree, is_empty_tree};
@@ -51,15 +52,42 @@ pub fn parse_kept(
         funcs,
         src: src.clone(),
         trees: Vec::new(),
-        nodes: Vec::new(),
-        cmds: Vec::new(),
-        args: Vec::new(),
-        names: Vec::new(),
-        interned: HashMap::new(),
+        stacks: STACKS.with(|s| s.take()),
     };
-    let root = p.parse_top()?;
-    p.add(Arc::from(name), root)?;
-    Ok(p.trees)
+    let parsed = p.parse_top().and_then(|root| p.add(Arc::from(name), root));
+    // The stacks go back, emptied, for the next file parsed on this thread.
+    let mut stacks = p.stacks;
+    stacks.nodes.clear();
+    stacks.cmds.clear();
+    stacks.args.clear();
+    stacks.names.clear();
+    STACKS.with(|s| s.replace(stacks));
+    parsed.map(|()| p.trees)
+}
+
+// Work stacks the lists under construction share: a list's elements are
+// pushed above the mark taken when it started (inner lists finish first),
+// then moved into a boxed slice of exactly their number. One allocation
+// per list, and no growth or spare capacity in the tree.
+#[derive(Default)]
+struct Stacks {
+    nodes: Vec<Node>,
+    cmds: Vec<Command>,
+    args: Vec<Arg>,
+    names: Vec<Arc<str>>,
+}
+
+/// Names the shared table of a thread holds at most.
+const MAX_SHARED_NAMES: usize = 1 << 16;
+
+thread_local! {
+    /// The stacks of the last parse on this thread, kept with their
+    /// capacity: a chart's files are parsed one after another.
+    static STACKS: RefCell<Stacks> = RefCell::default();
+    /// One shared string per distinct field, variable or constant name
+    /// parsed on this thread: `Values`, `Release`, helper names and the
+    /// like recur all through a chart's files.
+    static NAMES: RefCell<HashSet<Arc<str>>> = RefCell::new(HashSet::with_capacity(512));
 }
 
 /// Go's `hasFunction`, with the names that are always defined here.
@@ -107,17 +135,7 @@ struct Parser<'a, 'f> {
     funcs: &'f FuncMap,
     src: Arc<Source>,
     trees: Vec<Tree>,
-    // Work stacks the lists under construction share: a list's elements
-    // are pushed above the mark taken when it started (inner lists finish
-    // first), then moved into a boxed slice of exactly their number. One
-    // allocation per list, and no growth or spare capacity in the tree.
-    nodes: Vec<Node>,
-    cmds: Vec<Command>,
-    args: Vec<Arg>,
-    names: Vec<Arc<str>>,
-    /// One shared string per distinct field or variable name of the text
-    /// (`.Values`, `.Release` and the like recur all through a chart).
-    interned: HashMap<&'a str, Arc<str>>,
+    stacks: Stacks,
 }
 
 /// Move `stack[mark..]` into a boxed slice of exactly that length.
@@ -132,11 +150,21 @@ enum End {
 }
 
 impl<'a> Parser<'a, '_> {
-    fn intern(&mut self, name: &'a str) -> Arc<str> {
-        self.interned
-            .entry(name)
-            .or_insert_with(|| Arc::from(name))
-            .clone()
+    fn intern(&mut self, name: &str) -> Arc<str> {
+        NAMES.with(|names| {
+            let mut names = names.borrow_mut();
+            if let Some(n) = names.get(name) {
+                return n.clone();
+            }
+            let n: Arc<str> = Arc::from(name);
+            // A long-running operator parses new texts now and then: the
+            // table stays a cache, not a record of every name ever seen.
+            if names.len() >= MAX_SHARED_NAMES {
+                names.clear();
+            }
+            names.insert(n.clone());
+            n
+        })
     }
     #[inline]
     fn lex_next(&mut self) -> Item<'a> {
@@ -249,7 +277,7 @@ impl<'a> Parser<'a, '_> {
 
     /// Go's `parse`: the top level, where `{{define}}` is allowed.
     fn parse_top(&mut self) -> PResult<Box<[Node]>> {
-        let mark = self.nodes.len();
+        let mark = self.stacks.nodes.len();
         while self.peek().typ != ItemType::Eof {
             if self.peek().typ == ItemType::LeftDelim {
                 let delim = self.next();
@@ -260,12 +288,12 @@ impl<'a> Parser<'a, '_> {
                 self.backup2(delim);
             }
             match self.text_or_action()? {
-                Parsed::Node(n) => self.nodes.push(n),
+                Parsed::Node(n) => self.stacks.nodes.push(n),
                 Parsed::End => return Err(self.errorf("unexpected {{end}}".into())),
                 Parsed::Else => return Err(self.errorf("unexpected {{else}}".into())),
             }
         }
-        Ok(take(&mut self.nodes, mark))
+        Ok(take(&mut self.stacks.nodes, mark))
     }
 
     /// Run `f` as a nested tree (define/block): fresh variables and state.
@@ -306,17 +334,17 @@ impl<'a> Parser<'a, '_> {
     }
 
     fn item_list_inner(&mut self) -> PResult<(Box<[Node]>, End)> {
-        let mark = self.nodes.len();
+        let mark = self.stacks.nodes.len();
         while self.peek_non_space().typ != ItemType::Eof {
             let end = match self.text_or_action()? {
                 Parsed::Node(n) => {
-                    self.nodes.push(n);
+                    self.stacks.nodes.push(n);
                     continue;
                 }
                 Parsed::End => End::End,
                 Parsed::Else => End::Else,
             };
-            return Ok((take(&mut self.nodes, mark), end));
+            return Ok((take(&mut self.stacks.nodes, mark), end));
         }
         Err(self.errorf("unexpected EOF".into()))
     }
@@ -380,11 +408,11 @@ impl<'a> Parser<'a, '_> {
     }
 
     fn pipeline(&mut self, context: &str, end: ItemType) -> PResult<Pipe> {
-        let (names, cmds) = (self.names.len(), self.cmds.len());
+        let (names, cmds) = (self.stacks.names.len(), self.stacks.cmds.len());
         let r = self.pipeline_inner(context, end, names, cmds);
         // On error the marks were not consumed.
-        self.names.truncate(names);
-        self.cmds.truncate(cmds);
+        self.stacks.names.truncate(names);
+        self.stacks.cmds.truncate(cmds);
         r
     }
 
@@ -412,14 +440,14 @@ impl<'a> Parser<'a, '_> {
                 is_assign = next.typ == ItemType::Assign;
                 self.next_non_space();
                 let name = self.intern(v.val);
-                self.names.push(name.clone());
+                self.stacks.names.push(name.clone());
                 self.vars.push(name);
             } else if next.typ == ItemType::Char && next.val == "," {
                 self.next_non_space();
                 let name = self.intern(v.val);
-                self.names.push(name.clone());
+                self.stacks.names.push(name.clone());
                 self.vars.push(name);
-                if context == "range" && self.names.len() - names < 2 {
+                if context == "range" && self.stacks.names.len() - names < 2 {
                     match self.peek_non_space().typ {
                         ItemType::Variable | ItemType::RightDelim | ItemType::RightParen => {
                             continue 'decls;
@@ -438,12 +466,12 @@ impl<'a> Parser<'a, '_> {
         loop {
             let token = self.next_non_space();
             if token.typ == end {
-                self.check_pipeline(&self.cmds[cmds..], context)?;
+                self.check_pipeline(&self.stacks.cmds[cmds..], context)?;
                 return Ok(Pipe {
                     pos,
                     is_assign,
-                    decl: take(&mut self.names, names),
-                    cmds: self.cmds.drain(cmds..).collect(),
+                    decl: take(&mut self.stacks.names, names),
+                    cmds: self.stacks.cmds.drain(cmds..).collect(),
                 });
             }
             match token.typ {
@@ -461,7 +489,7 @@ impl<'a> Parser<'a, '_> {
                 | ItemType::LeftParen => {
                     self.backup();
                     let cmd = self.command()?;
-                    self.cmds.push(cmd);
+                    self.stacks.cmds.push(cmd);
                 }
                 _ => return Err(self.unexpected(&token, context)),
             }
@@ -589,9 +617,9 @@ impl<'a> Parser<'a, '_> {
     }
 
     fn command(&mut self) -> PResult<Command> {
-        let mark = self.args.len();
+        let mark = self.stacks.args.len();
         let r = self.command_inner(mark);
-        self.args.truncate(mark);
+        self.stacks.args.truncate(mark);
         r
     }
 
@@ -600,7 +628,7 @@ impl<'a> Parser<'a, '_> {
         loop {
             self.peek_non_space();
             if let Some(op) = self.operand()? {
-                self.args.push(op);
+                self.stacks.args.push(op);
             }
             let token = self.next();
             match token.typ {
@@ -611,12 +639,12 @@ impl<'a> Parser<'a, '_> {
             }
             break;
         }
-        if self.args.len() == mark {
+        if self.stacks.args.len() == mark {
             return Err(self.errorf("empty command".into()));
         }
         Ok(Command {
             pos,
-            args: take(&mut self.args, mark),
+            args: take(&mut self.stacks.args, mark),
         })
     }
 
@@ -636,16 +664,16 @@ impl<'a> Parser<'a, '_> {
                 )));
             }
             let pos = self.peek().pos;
-            let mark = self.names.len();
+            let mark = self.stacks.names.len();
             while self.peek().typ == ItemType::Field {
                 let f = self.next();
                 let name = self.intern(&f.val[1..]);
-                self.names.push(name);
+                self.stacks.names.push(name);
             }
             return Ok(Some(Arg::Chain {
                 pos,
                 node: Box::new(node),
-                fields: take(&mut self.names, mark),
+                fields: take(&mut self.stacks.names, mark),
             }));
         }
         Ok(Some(node))
@@ -655,18 +683,18 @@ impl<'a> Parser<'a, '_> {
     /// returns the first and `operand` extends it with the rest, the node
     /// then taking the position of the first added field.
     fn field_run(&mut self, mut pos: usize, first: &'a str, field: bool) -> Arg {
-        let mark = self.names.len();
+        let mark = self.stacks.names.len();
         let first = self.intern(first);
-        self.names.push(first);
+        self.stacks.names.push(first);
         if self.peek().typ == ItemType::Field {
             pos = self.peek().pos;
         }
         while self.peek().typ == ItemType::Field {
             let f = self.next();
             let name = self.intern(&f.val[1..]);
-            self.names.push(name);
+            self.stacks.names.push(name);
         }
-        let idents = take(&mut self.names, mark);
+        let idents = take(&mut self.stacks.names, mark);
         if field {
             Arg::Field { pos, idents }
         } else {
