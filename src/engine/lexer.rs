@@ -126,6 +126,7 @@ const TRIM_MARKER_LEN: usize = 2;
 fn is_space(r: Option<char>) -> bool {
     matches!(r, Some(' ' | '\t' | '\r' | '\n'))
 }
+#[inline]
 fn is_alnum(r: Option<char>) -> bool {
     match r {
         Some(c) if c.is_ascii() => c == '_' || c.is_ascii_alphanumeric(),
@@ -345,15 +346,15 @@ impl<'a> Lexer<'a> {
     }
 
     /// Go's `atRightDelim`: (at delimiter, with trim marker).
+    /// Called before every item of an action: the first byte decides.
+    #[inline]
     fn at_right_delim(&self) -> (bool, bool) {
-        let r = self.rest();
-        if has_right_trim_marker(r) && r[TRIM_MARKER_LEN..].starts_with(RIGHT) {
-            return (true, true);
+        let r = &self.input.as_bytes()[self.pos..];
+        match r {
+            [b'}', b'}', ..] => (true, false),
+            [b' ' | b'\t' | b'\r' | b'\n', b'-', b'}', b'}', ..] => (true, true),
+            _ => (false, false),
         }
-        if r.starts_with(RIGHT) {
-            return (true, false);
-        }
-        (false, false)
     }
 
     fn lex_left_delim(&mut self) -> State {
@@ -481,11 +482,12 @@ impl<'a> Lexer<'a> {
     }
 
     fn lex_space(&mut self) -> State {
-        let mut num = 0;
-        while is_space(self.peek()) {
-            self.next();
-            num += 1;
+        let start = self.pos;
+        let bytes = self.input.as_bytes();
+        while matches!(bytes.get(self.pos), Some(b' ' | b'\t' | b'\r' | b'\n')) {
+            self.pos += 1;
         }
+        let num = self.pos - start;
         // A trim-marked closing delimiter has a minus after a space.
         let p = self.pos - 1;
         if has_right_trim_marker(&self.input[p..])
@@ -560,6 +562,11 @@ impl<'a> Lexer<'a> {
                 break;
             }
         }
+        match bytes.get(self.pos) {
+            None => return None,
+            Some(&b) if b.is_ascii() => return Some(char::from(b)),
+            Some(_) => {}
+        }
         loop {
             let r = self.next();
             if !is_alnum(r) {
@@ -570,15 +577,14 @@ impl<'a> Lexer<'a> {
     }
 
     fn at_terminator(&self) -> bool {
-        let r = self.peek();
-        if is_space(r) {
-            return true;
-        }
-        match r {
-            None | Some('.' | ',' | '|' | ':' | ')' | '(') => true,
-            // Does r start the delimiter?
-            Some(c) => RIGHT.starts_with(c),
-        }
+        // Every terminator is ASCII: space, punctuation, or the start of
+        // the right delimiter.
+        matches!(
+            self.input.as_bytes().get(self.pos),
+            None | Some(
+                b' ' | b'\t' | b'\r' | b'\n' | b'.' | b',' | b'|' | b':' | b')' | b'(' | b'}'
+            )
+        )
     }
 
     fn lex_char(&mut self) -> State {

@@ -140,7 +140,9 @@ struct Parser<'a, 'f> {
 
 /// Move `stack[mark..]` into a boxed slice of exactly that length.
 fn take<T>(stack: &mut Vec<T>, mark: usize) -> Box<[T]> {
-    stack.drain(mark..).collect()
+    // `split_off` allocates exactly the tail's length and moves it with one
+    // copy; collecting a `drain` moves the elements one by one.
+    stack.split_off(mark).into_boxed_slice()
 }
 
 /// What `itemList` stopped at.
@@ -796,7 +798,7 @@ pub fn unquote(s: &str) -> Result<Cow<'_, str>, String> {
     if q != b'"' {
         return Err(bad());
     }
-    if !body.contains('\\') && !body.contains('"') {
+    if memchr::memchr2(b'\\', b'"', body.as_bytes()).is_none() {
         return Ok(Cow::Borrowed(body));
     }
     let mut out = String::with_capacity(body.len());

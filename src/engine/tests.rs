@@ -604,7 +604,12 @@ fn corpus_templates_parse() {
     }
     let texts: Vec<(String, String)> = files
         .iter()
-        .filter_map(|f| Some((f.to_string_lossy().into_owned(), std::fs::read_to_string(f).ok()?)))
+        .filter_map(|f| {
+            Some((
+                f.to_string_lossy().into_owned(),
+                std::fs::read_to_string(f).ok()?,
+            ))
+        })
         .collect();
     let bytes: usize = texts.iter().map(|(_, t)| t.len()).sum();
     let mut failures = Vec::new();
