@@ -65,10 +65,10 @@ pub fn parse_kept(
     parsed.map(|()| p.trees)
 }
 
-// Work stacks the lists under construction share: a list's elements are
-// pushed above the mark taken when it started (inner lists finish first),
-// then moved into a boxed slice of exactly their number. One allocation
-// per list, and no growth or spare capacity in the tree.
+/// Work stacks the lists under construction share: a list's elements are
+/// pushed above the mark taken when it started (inner lists finish first),
+/// then moved into a boxed slice of exactly their number. One allocation
+/// per list, and no growth or spare capacity in the tree.
 #[derive(Default)]
 struct Stacks {
     nodes: Vec<Node>,
