@@ -119,6 +119,17 @@ impl Files {
         trim_newline(crate::yaml::to_yaml(&Yaml::Map(m)))
     }
 
+    /// The files as the template map Go's reflection sees, each element
+    /// made by `element`.
+    fn as_map(&self, element: impl Fn(&Data) -> Value) -> Value {
+        let entries: Entries = self
+            .map
+            .iter()
+            .map(|(k, v)| (Rc::from(k.as_str()), element(v)))
+            .collect();
+        Value::Map(Rc::new(Map::new(MapKind::Any, entries)))
+    }
+
     pub fn to_value(&self) -> Value {
         Value::Object(Rc::new(self.clone()))
     }
@@ -196,20 +207,11 @@ impl Object for Files {
         !self.map.is_empty()
     }
     fn underlying(&self) -> Option<Value> {
-        let entries: Entries = self
-            .map
-            .iter()
-            .map(|(k, v)| (Rc::from(k.as_str()), Value::Bytes(Rc::from(v.bytes()))))
-            .collect();
-        Some(Value::Map(Rc::new(Map::new(MapKind::Any, entries))))
+        Some(self.as_map(|d| Value::Bytes(Rc::from(d.bytes()))))
     }
     fn underlying_keys(&self) -> Option<Value> {
-        let entries: Entries = self
-            .map
-            .keys()
-            .map(|k| (Rc::from(k.as_str()), Value::Nil))
-            .collect();
-        Some(Value::Map(Rc::new(Map::new(MapKind::Any, entries))))
+        // Nil elements: no file is read.
+        Some(self.as_map(|_| Value::Nil))
     }
     fn as_any(&self) -> &dyn Any {
         self

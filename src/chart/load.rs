@@ -431,14 +431,25 @@ pub(crate) fn read_shared(fd: &rustix::fd::OwnedFd, len: usize) -> std::io::Resu
             }
         }
     }
-    let mut rest = Vec::new();
-    read_rest(fd, &mut rest)?;
-    if filled == len && rest.is_empty() {
+    // The end: a read into a small buffer on the stack, no allocation for
+    // the file whose size is what `fstat` said.
+    let mut probe = [0u8; 64];
+    let more = loop {
+        match rustix::io::read(fd, &mut probe) {
+            Ok(n) => break n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    };
+    if filled == len && more == 0 {
         return Ok(without_bom(buf));
     }
     // The file changed size since it was measured.
     let mut v = buf[..filled].to_vec();
-    v.extend_from_slice(&rest);
+    v.extend_from_slice(&probe[..more]);
+    if more > 0 {
+        read_rest(fd, &mut v)?;
+    }
     Ok(without_bom(Arc::from(v)))
 }
 

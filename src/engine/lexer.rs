@@ -166,10 +166,6 @@ fn has_left_trim_marker(s: &str) -> bool {
     let b = s.as_bytes();
     b.len() >= 2 && b[0] == b'-' && is_space(Some(b[1] as char))
 }
-fn has_right_trim_marker(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() >= 2 && is_space(Some(b[0] as char)) && b[1] == b'-'
-}
 
 pub struct Lexer<'a> {
     input: &'a str,
@@ -346,11 +342,16 @@ impl<'a> Lexer<'a> {
     }
 
     /// Go's `atRightDelim`: (at delimiter, with trim marker).
-    /// Called before every item of an action: the first byte decides.
     #[inline]
     fn at_right_delim(&self) -> (bool, bool) {
-        let r = &self.input.as_bytes()[self.pos..];
-        match r {
+        self.right_delim_at(self.pos)
+    }
+
+    /// [`Lexer::at_right_delim`] at byte `pos`. Called before every item of
+    /// an action: the first byte decides.
+    #[inline]
+    fn right_delim_at(&self, pos: usize) -> (bool, bool) {
+        match &self.input.as_bytes()[pos..] {
             [b'}', b'}', ..] => (true, false),
             [b' ' | b'\t' | b'\r' | b'\n', b'-', b'}', b'}', ..] => (true, true),
             _ => (false, false),
@@ -489,10 +490,7 @@ impl<'a> Lexer<'a> {
         }
         let num = self.pos - start;
         // A trim-marked closing delimiter has a minus after a space.
-        let p = self.pos - 1;
-        if has_right_trim_marker(&self.input[p..])
-            && self.input[p + TRIM_MARKER_LEN..].starts_with(RIGHT)
-        {
+        if self.right_delim_at(self.pos - 1) == (true, true) {
             self.pos -= 1;
             if num == 1 {
                 return State::RightDelim;

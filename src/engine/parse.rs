@@ -57,10 +57,7 @@ pub fn parse_kept(
     let parsed = p.parse_top().and_then(|root| p.add(Arc::from(name), root));
     // The stacks go back, emptied, for the next file parsed on this thread.
     let mut stacks = p.stacks;
-    stacks.nodes.clear();
-    stacks.cmds.clear();
-    stacks.args.clear();
-    stacks.names.clear();
+    stacks.clear();
     STACKS.with(|s| s.replace(stacks));
     parsed.map(|()| p.trees)
 }
@@ -75,6 +72,17 @@ struct Stacks {
     cmds: Vec<Command>,
     args: Vec<Arg>,
     names: Vec<Arc<str>>,
+}
+
+impl Stacks {
+    /// Empty (what a parse that stopped at an error left), keeping the
+    /// capacity.
+    fn clear(&mut self) {
+        self.nodes.clear();
+        self.cmds.clear();
+        self.args.clear();
+        self.names.clear();
+    }
 }
 
 /// Names the shared table of a thread holds at most.
