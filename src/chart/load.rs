@@ -83,7 +83,8 @@ pub fn load_with_warnings(path: &Path, warn: Warn) -> Result<Chart, LoadError> {
 /// parsed meanwhile (see [`load_observed`]).
 pub trait LoadObserver {
     /// A file of the top chart's `templates/` directory (`rel`:
-    /// `templates/x.yaml`), as soon as it is read, with the chart's name
+    /// `templates/x.yaml`), as soon as it is found (its bytes are read on
+    /// first use, so by the thread that parses it), with the chart's name
     /// as its `Chart.yaml` gives it. Only for chart directories whose
     /// `Chart.yaml` names the chart; their `templates/` is read before the
     /// rest of the directory.
@@ -261,7 +262,8 @@ struct Walk<'w> {
     /// Where the files go, in walk order.
     files: &'w mut Vec<BufferedFile>,
     warn: Warn<'w>,
-    /// Sees each file read now (path relative to the chart).
+    /// Sees each template as it is found (path relative to the chart); its
+    /// bytes may be read on first use, by whichever thread uses them.
     sink: &'w mut dyn FnMut(&str, &Data),
 }
 
@@ -338,13 +340,15 @@ impl Walk<'_> {
                 })
             };
             // Files every render reads are read now; the others (READMEs, CI
-            // values, CRDs left out) only if used. Helm checks each file's size,
-            // then reads it: a deferred file is stat'ed (one call, where opening
-            // it costs three: charts ship hundreds of such files) and opened
-            // only when its mode bits do not show it readable, to report the
-            // open error Helm would.
+            // values, CRDs left out) only if used, and templates by the thread
+            // that parses them, while this one goes on to the values. Helm
+            // checks each file's size, then reads it: a deferred file is
+            // stat'ed (one call, where opening it costs three: charts ship
+            // hundreds of such files) and opened only when its mode bits do
+            // not show it readable, to report the open error Helm would.
             let eager = read_at_load(&n);
-            if !eager {
+            let template = is_template(&n);
+            if !eager || template {
                 let follow = if followed.is_some() {
                     rustix::fs::AtFlags::empty()
                 } else {
@@ -355,10 +359,11 @@ impl Walk<'_> {
                         return Err(e);
                     }
                     if surely_readable(&st) {
-                        self.files.push(BufferedFile {
-                            name: n,
-                            data: Data::lazy(full),
-                        });
+                        let data = Data::lazy(full, st.st_size as usize);
+                        if template {
+                            (self.sink)(&n, &data);
+                        }
+                        self.files.push(BufferedFile { name: n, data });
                         continue;
                     }
                 }
@@ -399,7 +404,7 @@ impl Walk<'_> {
                 (self.sink)(&n, &data);
                 data
             } else {
-                Data::lazy(full)
+                Data::lazy(full, len as usize)
             };
             self.files.push(BufferedFile { name: n, data });
         }
@@ -551,9 +556,14 @@ fn read_at_load(rel: &str) -> bool {
             | "Chart.lock"
             | "requirements.yaml"
             | "requirements.lock"
-    ) || rel.starts_with("templates/")
-        || rel.contains("/templates/")
+    ) || is_template(rel)
         || (rel.starts_with("charts/") && base.ends_with(".tgz"))
+}
+
+/// Whether a chart file (path relative to the top chart) is a template of
+/// the chart or of a subchart.
+fn is_template(rel: &str) -> bool {
+    rel.starts_with("templates/") || rel.contains("/templates/")
 }
 
 /// `LoadFile`: a chart archive on disk, with Helm's content sniffing.
@@ -981,6 +991,28 @@ mod tests {
         );
         let f = c.files.iter().find(|f| f.name == "files/f.txt").unwrap();
         assert_eq!(&*f.data, b"text");
+    }
+
+    /// A template is only checked at load (its size planned with), and read
+    /// by whoever first uses it, such as the thread that parses it.
+    #[test]
+    fn templates_are_read_on_first_use() {
+        let (_t, _root, d) = chart_in_tempdir("lazy");
+        write(&d, "templates/t.yaml", "\u{feff}x: 1\n");
+        let c = load_dir(&d, &mut |_| {}).unwrap();
+        let t = &c.templates[0].data;
+        assert_eq!(
+            t.size_hint(),
+            8,
+            "the file's size, byte order mark included"
+        );
+        let parser = t.clone();
+        let read = std::thread::spawn(move || parser.bytes().to_vec())
+            .join()
+            .unwrap();
+        assert_eq!(read, b"x: 1\n");
+        assert_eq!(t.size_hint(), 5, "read once, for every clone");
+        assert!(t.same(&c.clone().templates[0].data));
     }
 
     #[test]

@@ -380,7 +380,7 @@ impl HeadWorker {
     pub fn start() -> Option<HeadWorker> {
         let queue = Arc::new(HeadQueue::default());
         let shared = queue.clone();
-        let handle = crate::chart::workers::spawn_detached(HEAD_STACK, move || {
+        let handle = crate::chart::workers::spawn_detached(move || {
             let mut pre = PreParsed::default();
             while let Some((path, content)) = shared.next() {
                 pre.parse(path, &content);

@@ -128,10 +128,6 @@ impl ParsedTemplates {
 const MIN_PARALLEL_BYTES: usize = 8 * 1024;
 /// Template bytes each extra parsing thread should have at least.
 const BYTES_PER_THREAD: usize = 4 * 1024;
-/// Stack of the worker threads: what the main thread usually has, as the
-/// values code recurses over nested values (the parser grows its own
-/// stack with `stacker`).
-const WORKER_STACK: usize = 8 * 1024 * 1024;
 
 /// Template bytes a thread started while the templates are read expects
 /// to parse (their total is not known yet), for [`reserve_arena`].
@@ -313,7 +309,7 @@ impl ParsePool {
     /// cores, when they are worth it.
     fn start_top(&mut self, chart: &Chart) {
         let files: Vec<(String, Data)> = own_templates(chart, chart.name()).collect();
-        let bytes: usize = files.iter().map(|(_, d)| d.len()).sum();
+        let bytes: usize = files.iter().map(|(_, d)| d.size_hint()).sum();
         let threads = if bytes < MIN_PARALLEL_BYTES {
             0
         } else {
@@ -329,7 +325,7 @@ impl ParsePool {
     /// Queue one of the top chart's templates as soon as it is read; a
     /// thread starts taking them once they are worth one.
     fn stream(&mut self, path: String, data: Data) {
-        self.streamed += data.len();
+        self.streamed += data.size_hint();
         self.push(vec![(path, data)]);
         if self.workers.is_empty() && cores() > 1 && self.streamed >= BYTES_PER_THREAD {
             self.spawn_workers(1, STREAMED_SHARE);
@@ -342,9 +338,7 @@ impl ParsePool {
     fn spawn_workers(&mut self, n: usize, share: usize) {
         for _ in 0..n {
             let shared = self.shared.clone();
-            let h = workers::spawn_detached(WORKER_STACK, move || {
-                shared.work(Some(ArenaBudget::new(share)))
-            });
+            let h = workers::spawn_detached(move || shared.work(Some(ArenaBudget::new(share))));
             if let Ok(h) = h {
                 self.workers.push(h);
             }
@@ -355,7 +349,7 @@ impl ParsePool {
     /// of `files`.
     fn push(&self, files: Vec<(String, Data)>) -> Vec<usize> {
         let mut order: Vec<usize> = (0..files.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(files[i].1.len()));
+        order.sort_by_key(|&i| std::cmp::Reverse(files[i].1.size_hint()));
         let n = files.len();
         let Ok(mut st) = self.shared.state.lock() else {
             return Vec::new();
@@ -391,13 +385,14 @@ impl ParsePool {
         let mut files: Vec<(String, Data)> = all.into_iter().collect();
         files.sort_by(|a, b| template_order(&a.0, &b.0));
 
-        // Which files are already in the pool (same path, same bytes).
-        let known: HashMap<String, (usize, Arc<[u8]>)> = match self.shared.state.lock() {
+        // Which files are already in the pool (same path, same file). Not
+        // read here: the threads parsing them read them.
+        let known: HashMap<String, (usize, Data)> = match self.shared.state.lock() {
             Ok(st) => st
                 .jobs
                 .iter()
                 .enumerate()
-                .map(|(id, (n, d))| (n.clone(), (id, d.shared().clone())))
+                .map(|(id, (n, d))| (n.clone(), (id, d.clone())))
                 .collect(),
             Err(_) => HashMap::new(),
         };
@@ -405,7 +400,7 @@ impl ParsePool {
         let (mut new_files, mut new_pos) = (Vec::new(), Vec::new());
         for (pos, (name, data)) in files.iter().enumerate() {
             match known.get(name) {
-                Some((id, bytes)) if Arc::ptr_eq(bytes, data.shared()) => ids.push(Some(*id)),
+                Some((id, known)) if known.same(data) => ids.push(Some(*id)),
                 _ => {
                     new_files.push((name.clone(), data.clone()));
                     new_pos.push(pos);
@@ -413,7 +408,7 @@ impl ParsePool {
                 }
             }
         }
-        let bytes: usize = files.iter().map(|(_, d)| d.len()).sum();
+        let bytes: usize = files.iter().map(|(_, d)| d.size_hint()).sum();
         for (pos, id) in new_pos.into_iter().zip(self.push(new_files)) {
             ids[pos] = Some(id);
         }

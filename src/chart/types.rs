@@ -18,9 +18,10 @@ pub struct File {
 /// A file's bytes, shared by every clone. Files of a chart directory that
 /// are neither templates nor values/metadata are only read when something
 /// asks for them (`.Files.Get`, `--include-crds`): charts vendor megabytes
-/// of CRDs and data files that most renders never touch. Helm reads them
-/// all up front; the loader therefore still opens each one, so an
-/// unreadable file fails the load as in Helm.
+/// of CRDs and data files that most renders never touch. Templates are read
+/// by the thread that parses them, so that the loading thread goes on to the
+/// values meanwhile. Helm reads every file up front; the loader therefore
+/// still checks each one, so an unreadable file fails the load as in Helm.
 #[derive(Clone, Debug)]
 pub struct Data(Arc<DataInner>);
 
@@ -28,17 +29,35 @@ pub struct Data(Arc<DataInner>);
 struct DataInner {
     /// Where to read the bytes from when `bytes` is still empty.
     path: Option<PathBuf>,
+    /// The file's size when it was checked, for work planning before it is
+    /// read (a byte order mark makes it 3 more than the bytes).
+    size: usize,
     bytes: OnceLock<Arc<[u8]>>,
 }
 
 impl Data {
-    /// Bytes read from a file on first use, without a UTF-8 byte order mark
-    /// (Helm's loader drops it from every file).
-    pub fn lazy(path: PathBuf) -> Data {
+    /// Bytes read from a file of `size` bytes on first use, without a UTF-8
+    /// byte order mark (Helm's loader drops it from every file).
+    pub fn lazy(path: PathBuf, size: usize) -> Data {
         Data(Arc::new(DataInner {
             path: Some(path),
+            size,
             bytes: OnceLock::new(),
         }))
+    }
+
+    /// The length of the bytes if they were read, else the file's size when
+    /// it was checked: what planning work by size needs, without reading.
+    pub fn size_hint(&self) -> usize {
+        match self.0.bytes.get() {
+            Some(b) => b.len(),
+            None => self.0.size,
+        }
+    }
+
+    /// Whether `other` is a clone of this (the same file, read once).
+    pub fn same(&self, other: &Data) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
     }
 
     /// The bytes (read now if they were deferred). A file that vanished or
@@ -70,6 +89,7 @@ impl From<Arc<[u8]>> for Data {
     fn from(bytes: Arc<[u8]>) -> Data {
         Data(Arc::new(DataInner {
             path: None,
+            size: bytes.len(),
             bytes: OnceLock::from(bytes),
         }))
     }

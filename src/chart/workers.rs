@@ -1,6 +1,6 @@
 //! Helper threads for rendering (template parsing, manifest heads): how
-//! many are worth running, and starting them so that they run at once on
-//! another core.
+//! many are worth running, starting them so that they run at once on
+//! another core, and keeping them for the next job.
 //!
 //! A new thread is queued on the core of the thread that starts it, and
 //! Linux moves it to an idle core only at the next load-balancing tick or
@@ -13,9 +13,16 @@
 //! again: a running thread stays where it is). The parent is back on its
 //! core some 20-40 µs after the spawn, the child running on another; a
 //! child the kernel placed elsewhere in the first place skips the move.
+//!
+//! Still, each start costs the starting thread 60-90 µs (the child's set-up
+//! runs on its core before the move), and a render wants a helper twice:
+//! to parse templates, then to parse manifest heads. So a helper that has
+//! finished its job waits for the next one ([`spawn_detached`]), and only
+//! a job that finds no helper free starts a thread.
 
+use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
-use std::sync::{OnceLock, mpsc};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError, mpsc};
 use std::thread::{Builder, JoinHandle, Scope, ScopedJoinHandle};
 
 /// At most this many threads in all; parsing stops scaling well before.
@@ -77,24 +84,104 @@ impl<T> Pending<T> {
     }
 }
 
-/// [`spawn`] for a detached thread, whose result comes through
-/// [`Pending::wait`]. Joining a thread makes the joining thread release
-/// its stack, and glibc unmaps the stacks beyond its 40 MB cache (the
-/// manifest-head thread's alone is larger): tens of microseconds on the
-/// caller's path, a few percent of a small chart's render. A detached
-/// thread releases its own stack as it ends.
-pub(crate) fn spawn_detached<T, F>(stack: usize, f: F) -> std::io::Result<Pending<T>>
+/// Stack of the helper threads: the YAML loader and the values code recurse
+/// per nesting level, like the main thread (which has a large stack); the
+/// size is address space, not memory.
+const HELPER_STACK: usize = 256 << 20;
+
+/// A job for a helper thread.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The helper threads kept between jobs, and the jobs waiting for them.
+#[derive(Default)]
+struct Helpers {
+    state: Mutex<HelperState>,
+    job_queued: Condvar,
+}
+
+#[derive(Default)]
+struct HelperState {
+    jobs: VecDeque<Job>,
+    /// Helpers without a job and not yet promised one: each queued job is
+    /// promised to a free helper, or else a new thread starts for it.
+    free: usize,
+}
+
+impl Helpers {
+    /// The process's helpers.
+    fn get() -> &'static Helpers {
+        static HELPERS: OnceLock<Helpers> = OnceLock::new();
+        HELPERS.get_or_init(Helpers::default)
+    }
+
+    /// [`spawn_detached`] with these helpers.
+    fn run<T, F>(&'static self, f: F) -> std::io::Result<Pending<T>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let (tx, rx) = mpsc::sync_channel(1);
+        let job: Job = Box::new(move || {
+            // Caught to be handed over; the panic hook has already reported it.
+            let result = std::panic::catch_unwind(AssertUnwindSafe(f));
+            // Free again before the result is seen, so that a job the caller
+            // queues next finds this helper rather than starting another.
+            self.lock().free += 1;
+            let _ = tx.send(result);
+        });
+        let mut st = self.lock();
+        if st.free > 0 {
+            st.free -= 1;
+            st.jobs.push_back(job);
+            drop(st);
+            self.job_queued.notify_one();
+            return Ok(Pending(rx));
+        }
+        drop(st);
+        // The handle is dropped at once: the thread is detached.
+        spawn(HELPER_STACK, move || {
+            job();
+            self.serve()
+        })?;
+        Ok(Pending(rx))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HelperState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Run the jobs queued for this thread, forever.
+    fn serve(&self) -> ! {
+        loop {
+            let job = {
+                let mut st = self.lock();
+                loop {
+                    if let Some(job) = st.jobs.pop_front() {
+                        break job;
+                    }
+                    st = self
+                        .job_queued
+                        .wait(st)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
+            };
+            job();
+        }
+    }
+}
+
+/// Run `f` on a helper thread, beside this one from the start (see the
+/// module comment), and hand its result over through [`Pending::wait`]:
+/// on a helper that is free, else on a new thread that stays for later
+/// jobs. Helpers are never joined: joining a thread makes the joining
+/// thread release its stack, and glibc unmaps stacks beyond its 40 MB
+/// cache, tens of microseconds on the caller's path.
+pub(crate) fn spawn_detached<T, F>(f: F) -> std::io::Result<Pending<T>>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let (tx, rx) = mpsc::sync_channel(1);
-    // The handle is dropped at once: the thread is detached.
-    spawn(stack, move || {
-        // Caught to be handed over; the panic hook has already reported it.
-        let _ = tx.send(std::panic::catch_unwind(AssertUnwindSafe(f)));
-    })?;
-    Ok(Pending(rx))
+    Helpers::get().run(f)
 }
 
 /// [`spawn`] for a thread of `scope`.
@@ -162,9 +249,7 @@ mod tests {
             let h = spawn_scoped(s, 1 << 20, || (6 * 7, cpus_now())).unwrap();
             h.join().unwrap()
         });
-        let detached = spawn_detached(1 << 20, || (40 + 2, cpus_now()))
-            .unwrap()
-            .wait();
+        let detached = spawn_detached(|| (40 + 2, cpus_now())).unwrap().wait();
         for got in [joined.unwrap(), scoped, detached.unwrap()] {
             assert_eq!(got, (42, whole));
         }
@@ -172,9 +257,29 @@ mod tests {
 
     #[test]
     fn detached_threads_hand_back_panics() {
-        let p = spawn_detached(1 << 20, || -> u8 { panic!("boom") }).unwrap();
+        let p = spawn_detached(|| -> u8 { panic!("boom") }).unwrap();
         let panic = p.wait().unwrap_err();
         assert_eq!(panic.downcast_ref::<&str>(), Some(&"boom"));
+    }
+
+    /// A helper that finished a job (even by panicking) takes the next one:
+    /// no thread is started for it. A job queued while every helper is busy
+    /// does not wait for them: it gets a thread of its own.
+    #[test]
+    fn a_free_helper_takes_the_next_job() {
+        let helpers: &'static Helpers = Box::leak(Box::default());
+        let id = || std::thread::current().id();
+        let first = helpers.run(id).unwrap().wait().unwrap();
+        assert_ne!(first, id());
+        assert!(helpers.run(|| panic!("boom")).unwrap().wait().is_err());
+        assert_eq!(helpers.run(id).unwrap().wait().unwrap(), first);
+
+        let (release, hold) = mpsc::channel::<()>();
+        let busy = helpers.run(move || hold.recv().is_ok()).unwrap();
+        // Done while the other job still blocks.
+        assert_ne!(helpers.run(id).unwrap().wait().unwrap(), id());
+        release.send(()).unwrap();
+        assert!(busy.wait().unwrap());
     }
 
     /// How many CPUs this thread may run on.
