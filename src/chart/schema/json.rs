@@ -10,7 +10,6 @@
 //! garbage (Go's `Decoder.Decode` reads one value and ignores the rest).
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 
 use crate::engine::funcs::sprig::strings::go_quote;
 use crate::yaml::json::write_json_string;
@@ -33,8 +32,104 @@ pub enum J<'a> {
     Obj(Obj<'a>),
 }
 
-/// A JSON object.
-pub type Obj<'a> = BTreeMap<Cow<'a, str>, J<'a>>;
+/// A JSON object: its members sorted by key, each key once. Go decodes
+/// into a map, where the last of duplicate keys wins and ranging is in
+/// random order, so any fixed order will do; ours is a `BTreeMap`'s. A
+/// sorted vector rather than a `BTreeMap`: schemas are mostly objects of
+/// one to three members, for which a B-tree node allocates some 600 bytes
+/// (vault's 48 KB schema became half a megabyte of nodes, every page of it
+/// a page fault on the path to rendering).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Obj<'a>(Vec<(Cow<'a, str>, J<'a>)>);
+
+impl<'a> Obj<'a> {
+    pub fn new() -> Obj<'a> {
+        Obj(Vec::new())
+    }
+
+    /// The object of `members` in document order.
+    fn from_members(mut members: Vec<(Cow<'a, str>, J<'a>)>) -> Obj<'a> {
+        if members.windows(2).all(|w| w[0].0 < w[1].0) {
+            return Obj(members);
+        }
+        // Stable: of equal keys the last in the document stays last.
+        members.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut out: Vec<(Cow<'a, str>, J<'a>)> = Vec::with_capacity(members.len());
+        for (k, v) in members {
+            match out.last_mut() {
+                Some(last) if last.0 == k => last.1 = v,
+                _ => out.push((k, v)),
+            }
+        }
+        Obj(out)
+    }
+
+    pub fn get(&self, key: &str) -> Option<&J<'a>> {
+        self.0
+            .binary_search_by(|(k, _)| (**k).cmp(key))
+            .ok()
+            .map(|i| &self.0[i].1)
+    }
+
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The members by key.
+    pub fn iter(&self) -> impl Iterator<Item = (&Cow<'a, str>, &J<'a>)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &Cow<'a, str>> {
+        self.0.iter().map(|(k, _)| k)
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &J<'a>> {
+        self.0.iter().map(|(_, v)| v)
+    }
+
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut J<'a>> {
+        self.0.iter_mut().map(|(_, v)| v)
+    }
+
+    /// The members by key, values to change.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&Cow<'a, str>, &mut J<'a>)> {
+        self.0.iter_mut().map(|(k, v)| (&*k, v))
+    }
+
+    /// Set `key` to `value`, replacing what it had.
+    pub fn insert(&mut self, key: Cow<'a, str>, value: J<'a>) {
+        match self.0.binary_search_by(|(k, _)| (**k).cmp(&*key)) {
+            Ok(i) => self.0[i].1 = value,
+            Err(i) => self.0.insert(i, (key, value)),
+        }
+    }
+}
+
+impl<'a> FromIterator<(Cow<'a, str>, J<'a>)> for Obj<'a> {
+    fn from_iter<I: IntoIterator<Item = (Cow<'a, str>, J<'a>)>>(members: I) -> Obj<'a> {
+        Obj::from_members(members.into_iter().collect())
+    }
+}
+
+impl<'o, 'a> IntoIterator for &'o Obj<'a> {
+    type Item = (&'o Cow<'a, str>, &'o J<'a>);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'o, (Cow<'a, str>, J<'a>)>,
+        fn(&'o (Cow<'a, str>, J<'a>)) -> (&'o Cow<'a, str>, &'o J<'a>),
+    >;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+}
 
 /// Go's `maxNestingDepth` in encoding/json's scanner.
 const MAX_DEPTH: usize = 10000;
@@ -114,12 +209,12 @@ impl<'a> Parser<'a> {
             b'{' => {
                 self.nest(c)?;
                 self.i += 1;
-                let mut m = BTreeMap::new();
+                let mut m = Vec::new();
                 self.skip_ws();
                 if self.peek()? == b'}' {
                     self.i += 1;
                     self.depth -= 1;
-                    return Ok(J::Obj(m));
+                    return Ok(J::Obj(Obj::new()));
                 }
                 loop {
                     self.skip_ws();
@@ -141,14 +236,14 @@ impl<'a> Parser<'a> {
                         "$id" | "id" => self.keys.has_id = true,
                         _ => {}
                     }
-                    m.insert(k, v);
+                    m.push((k, v));
                     self.skip_ws();
                     match self.peek()? {
                         b',' => self.i += 1,
                         b'}' => {
                             self.i += 1;
                             self.depth -= 1;
-                            return Ok(J::Obj(m));
+                            return Ok(J::Obj(Obj::from_members(m)));
                         }
                         c => return Err(self.err(c, "after object key:value pair")),
                     }
@@ -456,7 +551,20 @@ mod tests {
             "invalid character '\\'' looking for beginning of value"
         );
         // One value is read; what follows is not looked at.
-        assert_eq!(ok(b"{} trailing"), J::Obj(BTreeMap::new()));
+        assert_eq!(ok(b"{} trailing"), J::Obj(Obj::new()));
+        // Members by key; of duplicate keys the last wins, as in a Go map.
+        let J::Obj(o) = ok(br#"{"b": 1, "a": 2, "b": 3, "c": {}, "a": 4}"#) else {
+            panic!("not an object")
+        };
+        let members: Vec<(&str, &J)> = o.iter().map(|(k, v)| (&**k, v)).collect();
+        let num = |n: &'static str| J::Num(n.into());
+        let empty = J::Obj(Obj::new());
+        assert_eq!(
+            members,
+            vec![("a", &num("4")), ("b", &num("3")), ("c", &empty)]
+        );
+        assert_eq!(o.get("b"), Some(&num("3")));
+        assert_eq!(o.get("d"), None);
         assert_eq!(
             ok(b"[1.0, 2e3]"),
             J::Arr(vec![J::Num("1.0".into()), J::Num("2e3".into())])
