@@ -305,11 +305,6 @@ pub fn sort_manifests_with(
 #[derive(Default)]
 pub struct PreParsed(HashMap<String, (usize, Vec<Result<SimpleHead, String>>)>);
 
-/// Stack of the threads that parse manifest heads: the YAML loader recurses
-/// per nesting level, like the main thread (which has a large stack); the
-/// size is address space, not memory.
-const HEAD_STACK: usize = 256 << 20;
-
 /// Parses the heads of rendered files on another core while the templates
 /// after them still execute, so that sorting the manifests finds them
 /// ready. Helm reads each document whole to get four fields, which costs
@@ -447,9 +442,7 @@ fn parse_heads(docs: &[&str]) -> Vec<Result<SimpleHead, String>> {
     std::thread::scope(|scope| {
         let handles: Vec<_> = chunks[1..]
             .iter()
-            .map(|chunk| {
-                crate::chart::workers::spawn_scoped(scope, HEAD_STACK, move || parse_all(chunk))
-            })
+            .map(|chunk| crate::chart::workers::spawn_scoped(scope, move || parse_all(chunk)))
             .collect();
         let mut heads = parse_all(chunks[0]);
         for (handle, chunk) in handles.into_iter().zip(&chunks[1..]) {

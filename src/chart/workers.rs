@@ -84,9 +84,9 @@ impl<T> Pending<T> {
     }
 }
 
-/// Stack of the helper threads: the YAML loader and the values code recurse
-/// per nesting level, like the main thread (which has a large stack); the
-/// size is address space, not memory.
+/// Stack of every helper thread, kept or scoped: the YAML loader and the
+/// values code recurse per nesting level, like the main thread (which has a
+/// large stack); the size is address space, not memory.
 const HELPER_STACK: usize = 256 << 20;
 
 /// A job for a helper thread.
@@ -187,7 +187,6 @@ where
 /// [`spawn`] for a thread of `scope`.
 pub(crate) fn spawn_scoped<'scope, T, F>(
     scope: &'scope Scope<'scope, '_>,
-    stack: usize,
     f: F,
 ) -> std::io::Result<ScopedJoinHandle<'scope, T>>
 where
@@ -195,7 +194,7 @@ where
     T: Send + 'scope,
 {
     let handle = Builder::new()
-        .stack_size(stack)
+        .stack_size(HELPER_STACK)
         .spawn_scoped(scope, off_this_core(f))?;
     std::thread::yield_now();
     Ok(handle)
@@ -246,7 +245,7 @@ mod tests {
         let whole = cpus_now();
         let joined = spawn(1 << 20, || (21 * 2, cpus_now())).unwrap().join();
         let scoped = std::thread::scope(|s| {
-            let h = spawn_scoped(s, 1 << 20, || (6 * 7, cpus_now())).unwrap();
+            let h = spawn_scoped(s, || (6 * 7, cpus_now())).unwrap();
             h.join().unwrap()
         });
         let detached = spawn_detached(|| (40 + 2, cpus_now())).unwrap().wait();
