@@ -375,7 +375,7 @@ impl HeadWorker {
     pub fn start() -> Option<HeadWorker> {
         let queue = Arc::new(HeadQueue::default());
         let shared = queue.clone();
-        let handle = crate::chart::workers::spawn_detached(move || {
+        let handle = crate::chart::workers::spawn_detached_next(move || {
             let mut pre = PreParsed::default();
             while let Some((path, content)) = shared.next() {
                 pre.parse(path, &content);

@@ -11,6 +11,7 @@
 //! parse and execution errors (`cleanupParseError`, `cleanupExecError`).
 
 use std::any::Any;
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::rc::Rc;
 use std::sync::{Arc, Condvar, Mutex};
@@ -104,13 +105,15 @@ pub fn render_keeping(
     render_parsed(chart, parsed?, values, release, caps, env, &mut |_, _| {})
 }
 
-/// Every template of a chart parsed, in Helm's parse order, ready for
-/// [`render_parsed`].
+/// Every template of a chart, parsed or being parsed, in Helm's parse
+/// order, ready for [`render_parsed`].
 pub struct ParsedTemplates {
     funcs: FuncMap,
-    /// (template path, its parse) in `sortTemplates` order.
-    files: Vec<(String, ParsedFile)>,
-    /// Bytes of template source parsed.
+    /// (template path, its job in the pool) in `sortTemplates` order.
+    files: Vec<(String, usize)>,
+    /// The pool parsing them, its workers perhaps still busy.
+    pool: ParsePool,
+    /// Bytes of template source.
     source_bytes: usize,
 }
 
@@ -207,18 +210,20 @@ impl crate::chart::load::LoadObserver for ParsePool {
     }
 }
 
-/// Parse results of one thread: (job id, result).
-type ParsePart = Vec<(usize, Result<ParsedFile, crate::engine::Error>)>;
+/// One file's parse, or the panic of the thread that parsed it.
+type ParseResult = std::thread::Result<Result<ParsedFile, crate::engine::Error>>;
 
 /// Template files parsed on worker threads while the caller goes on with
 /// other work: files can be handed in as soon as they are known (the top
 /// chart's templates right after loading, before the dependency processing
-/// decides which subcharts render), and [`ParsePool::finish`] parses the
-/// rest and returns the set in Helm's order. Whatever the threads, the
-/// result is that of parsing the final chart's files one after the other.
+/// decides which subcharts render), and [`ParsePool::finish`] queues the
+/// rest and hands over the set in Helm's order, still being parsed, to
+/// [`render_parsed`], which executes files as their parses come in
+/// ([`Pipeline`]). Whatever the threads, the result is that of parsing the
+/// final chart's files one after the other, then executing them.
 pub struct ParsePool {
     shared: Arc<PoolShared>,
-    workers: Vec<workers::Pending<ParsePart>>,
+    workers: Vec<workers::Pending<()>>,
     /// Bytes of the top chart's templates queued as they were read.
     streamed: usize,
 }
@@ -227,6 +232,8 @@ struct PoolShared {
     funcs: FuncMap,
     state: Mutex<PoolState>,
     ready: Condvar,
+    /// A worker finished a parse the main thread waits for.
+    finished: Condvar,
 }
 
 #[derive(Default)]
@@ -239,41 +246,141 @@ struct PoolState {
     closed: bool,
     /// Workers waiting for a job (a job needs no wake-up call otherwise).
     idle: usize,
+    /// Parses done by workers and not yet taken, by job id.
+    done: HashMap<usize, ParseResult>,
+    /// Parses under way on workers.
+    running: usize,
+    /// The main thread waits for one of them (a finished parse needs no
+    /// wake-up call otherwise).
+    waiting: bool,
 }
 
 impl PoolShared {
-    /// Take jobs until the queue is closed and empty.
-    /// A worker thread passes its arena's budget, grown ahead of the parse
-    /// trees it builds; the main thread's arena needs none.
-    fn work(&self, mut budget: Option<ArenaBudget>) -> ParsePart {
-        let mut out = Vec::new();
+    fn lock(&self) -> std::sync::MutexGuard<'_, PoolState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Take jobs until the queue is closed and empty, leaving each parse
+    /// in `done`. A worker thread passes its arena's budget, grown ahead
+    /// of the parse trees it builds.
+    fn work(&self, mut budget: Option<ArenaBudget>) {
         loop {
             let (id, name, data) = {
-                let Ok(mut st) = self.state.lock() else {
-                    return out;
-                };
+                let mut st = self.lock();
                 loop {
                     if let Some(id) = st.queue.pop_front() {
+                        st.running += 1;
                         let (name, data) = st.jobs[id].clone();
                         break (id, name, data);
                     }
                     if st.closed {
-                        return out;
+                        return;
                     }
                     st.idle += 1;
-                    st = match self.ready.wait(st) {
-                        Ok(st) => st,
-                        Err(_) => return out,
-                    };
+                    st = self
+                        .ready
+                        .wait(st)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
                     st.idle -= 1;
                 }
             };
             if let Some(b) = &mut budget {
                 b.take(data.len());
             }
-            let parsed = Templates::parse_file_bytes(&name, data.shared(), &self.funcs);
-            out.push((id, parsed));
+            // A panic is handed to the thread that takes the parse.
+            let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                Templates::parse_file_bytes(&name, data.shared(), &self.funcs)
+            }));
+            let mut st = self.lock();
+            st.done.insert(id, parsed);
+            st.running -= 1;
+            if st.waiting {
+                drop(st);
+                self.finished.notify_all();
+            }
         }
+    }
+
+    /// The parse of job `id`: done by a worker, or done here if no worker
+    /// has taken it yet, or waited for.
+    fn take(&self, id: usize) -> Result<ParsedFile, crate::engine::Error> {
+        let mut st = self.lock();
+        loop {
+            if let Some(parsed) = st.done.remove(&id) {
+                return parsed.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            }
+            if let Some(at) = st.queue.iter().position(|&q| q == id) {
+                st.queue.remove(at);
+                let (name, data) = st.jobs[id].clone();
+                drop(st);
+                return Templates::parse_file_bytes(&name, data.shared(), &self.funcs);
+            }
+            // Being parsed by a worker: parse the file to execute soonest
+            // meanwhile (the queue is last to execute first by then).
+            if let Some(other) = st.queue.pop_back() {
+                st.running += 1;
+                let (name, data) = st.jobs[other].clone();
+                drop(st);
+                let parsed = Templates::parse_file_bytes(&name, data.shared(), &self.funcs);
+                st = self.lock();
+                st.done.insert(other, Ok(parsed));
+                st.running -= 1;
+                continue;
+            }
+            if st.running == 0 {
+                // Taken twice: a bug, reported rather than waited on forever.
+                let name = st.jobs.get(id).map(|j| j.0.as_str()).unwrap_or("?");
+                return Err(crate::engine::Error::other(format!(
+                    "template: {name}: was not parsed"
+                )));
+            }
+            st.waiting = true;
+            st = self
+                .finished
+                .wait(st)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            st.waiting = false;
+        }
+    }
+
+    /// Whether job `id`'s file may define templates: from its parse if
+    /// done, from its text if not started (read here if it was not yet);
+    /// a file being parsed counts as one that does.
+    fn may_define(&self, id: usize) -> bool {
+        let st = self.lock();
+        match st.done.get(&id) {
+            Some(Ok(Ok(parsed))) => return parsed.defines(),
+            Some(_) => return true,
+            None => {}
+        }
+        if !st.queue.contains(&id) {
+            return true;
+        }
+        let data = st.jobs[id].1.clone();
+        drop(st);
+        may_define(data.bytes())
+    }
+
+    /// Whether job `id` waits in the queue (no thread has taken it).
+    fn queued(&self, id: usize) -> bool {
+        self.lock().queue.contains(&id)
+    }
+
+    /// Queue the waiting jobs: those of files marked `early` (by place in
+    /// Helm's order, `position` of a job id) largest first, then the others
+    /// last file first.
+    fn last_first(&self, position: &HashMap<usize, usize>, early: &[bool]) {
+        let mut st = self.lock();
+        let PoolState { jobs, queue, .. } = &mut *st;
+        queue.make_contiguous().sort_by_key(|id| {
+            let i = position.get(id).copied();
+            match i {
+                Some(i) if early[i] => (false, std::cmp::Reverse(jobs[*id].1.size_hint())),
+                _ => (true, std::cmp::Reverse(i.unwrap_or(0))),
+            }
+        });
     }
 
     fn close(&self) {
@@ -298,6 +405,7 @@ impl ParsePool {
                 funcs: helm_func_map(),
                 state: Mutex::new(PoolState::default()),
                 ready: Condvar::new(),
+                finished: Condvar::new(),
             }),
             workers: Vec::new(),
             streamed: 0,
@@ -348,15 +456,15 @@ impl ParsePool {
     /// Queue `files`, largest first; returns their job ids, in the order
     /// of `files`.
     fn push(&self, files: Vec<(String, Data)>) -> Vec<usize> {
-        let mut order: Vec<usize> = (0..files.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(files[i].1.size_hint()));
         let n = files.len();
-        let Ok(mut st) = self.shared.state.lock() else {
-            return Vec::new();
-        };
+        let mut st = self.shared.lock();
         let base = st.jobs.len();
         st.jobs.extend(files);
-        st.queue.extend(order.into_iter().map(|i| base + i));
+        for id in base..base + n {
+            let key = queue_key(&st.jobs[id]);
+            let at = st.queue.partition_point(|&q| queue_key(&st.jobs[q]) <= key);
+            st.queue.insert(at, id);
+        }
         let wake = st.idle > 0;
         drop(st);
         if wake {
@@ -365,15 +473,16 @@ impl ParsePool {
         (base..base + n).collect()
     }
 
-    /// Parse every template of `chart` (the files handed in before are not
-    /// parsed again) while this thread runs `other`, then help parse what
-    /// is left. `other_cost` is `other`'s work in template-parsing bytes (a
-    /// rough equivalent), used only to decide how many threads are worth
-    /// starting. `other` runs here rather than on a worker so that the
-    /// memory it frees is reused by what this thread does next (each
-    /// thread allocates from its own malloc arena). Returns what `other`
-    /// returned and the parse; among files that do not parse, the first in
-    /// Helm's order is the error, as when Helm stops at the first one.
+    /// Queue every template of `chart` (the files handed in before are not
+    /// parsed again) and have the workers parse them while this thread
+    /// runs `other`. `other_cost` is `other`'s work in template-parsing
+    /// bytes (a rough equivalent), used only to decide how many threads
+    /// are worth starting. `other` runs here rather than on a worker so
+    /// that the memory it frees is reused by what this thread does next
+    /// (each thread allocates from its own malloc arena). Returns what
+    /// `other` returned and the templates, whose parsing goes on: a file
+    /// that does not parse is reported by [`render_parsed`] (the first in
+    /// Helm's order, as when Helm stops at the first one).
     pub fn finish<T>(
         mut self,
         chart: &Chart,
@@ -431,63 +540,21 @@ impl ParsePool {
         );
 
         let result = other();
-        let mut parts = vec![self.shared.work(None)];
-        for h in std::mem::take(&mut self.workers) {
-            match h.wait() {
-                Ok(part) => parts.push(part),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        }
-        (result, self.collect(files, &ids, parts))
-    }
-
-    /// The parses of `files` (job ids `ids`) in Helm's order.
-    fn collect(
-        mut self,
-        files: Vec<(String, Data)>,
-        ids: &[Option<usize>],
-        parts: Vec<ParsePart>,
-    ) -> Result<ParsedTemplates, RenderError> {
-        let mut slots: HashMap<usize, Result<ParsedFile, crate::engine::Error>> =
-            parts.into_iter().flatten().collect();
-        let source_bytes = files.iter().map(|(_, d)| d.len()).sum();
-        let mut out = Vec::with_capacity(files.len());
-        for ((name, _), id) in files.into_iter().zip(ids) {
-            match id.and_then(|id| slots.remove(&id)) {
-                Some(Ok(p)) => out.push((name, p)),
-                Some(Err(e)) => {
-                    return Err(RenderError::Parse(cleanup_parse_error(
-                        &name,
-                        &e.to_string(),
-                    )));
-                }
-                // Every job is taken exactly once and every worker's part
-                // is collected, so each file has its parse.
-                None => {
-                    return Err(RenderError::Parse(format!(
-                        "parse error in ({name}): template was not parsed"
-                    )));
-                }
-            }
-        }
-        // Every worker is joined: the function table is ours again.
-        let shared = std::mem::replace(
-            &mut self.shared,
-            Arc::new(PoolShared {
-                funcs: FuncMap::default(),
-                state: Mutex::new(PoolState::default()),
-                ready: Condvar::new(),
-            }),
-        );
-        let funcs = match Arc::try_unwrap(shared) {
-            Ok(s) => s.funcs,
-            Err(_) => helm_func_map(),
-        };
-        Ok(ParsedTemplates {
+        let funcs = self.shared.funcs.clone();
+        let files = files
+            .into_iter()
+            .zip(ids)
+            // Every file was queued (`push` hands out an id for each); an
+            // id that is no job is reported by `take` as not parsed.
+            .map(|((name, _), id)| (name, id.unwrap_or(usize::MAX)))
+            .collect();
+        let parsed = ParsedTemplates {
             funcs,
-            files: out,
-            source_bytes,
-        })
+            files,
+            pool: self,
+            source_bytes: bytes,
+        };
+        (result, Ok(parsed))
     }
 }
 
@@ -525,34 +592,45 @@ pub fn render_parsed(
     let mut templates: BTreeMap<String, Renderable> = BTreeMap::new();
     rec_all_templates(chart, None, &values, &shared, &mut templates);
 
-    let mut set = Templates::new(Rc::new(parsed.funcs));
-    let mut keys = Vec::with_capacity(parsed.files.len());
-    for (name, file) in parsed.files {
-        set.add(file);
-        keys.push(name);
-    }
+    let ParsedTemplates {
+        funcs, files, pool, ..
+    } = parsed;
+    let mut set = Templates::new(Rc::new(funcs));
+    let run = Rc::new(Pipeline::new(pool.shared.clone(), files));
+    run.start(&mut set)?;
+    let late = run.clone();
+    set.set_late(Box::new(move || late.take_rest()));
 
     let mut rendered = BTreeMap::new();
     let mut not_utf8: Option<String> = None;
-    for name in keys {
-        if base_name(&name).starts_with('_') {
+    for (i, (name, _)) in run.files.iter().enumerate() {
+        if base_name(name).starts_with('_') {
             continue;
         }
-        let Some(r) = templates.get(&name) else {
+        let Some(r) = templates.get(name) else {
             continue;
         };
+        if let Some(file) = run.take_for_exec(i)? {
+            set.add_new(file);
+        }
         // Helm sets `.Template` in the chart's shared top-level map just
         // before executing each file.
         let mut t = Entries::new();
-        t.insert(Rc::from("Name"), Value::str(&name));
+        t.insert(Rc::from("Name"), Value::str(name));
         t.insert(Rc::from("BasePath"), Value::str(&r.base_path));
         r.vals.insert(
             "Template",
             Value::Map(Rc::new(Map::new(MapKind::Values, t))),
         );
-        let out = set
-            .execute_bytes(&name, &Value::Map(r.vals.clone()), env)
-            .map_err(|e| RenderError::Exec(cleanup_exec_error(&name, &e.to_string())))?;
+        let out = match set.execute_bytes(name, &Value::Map(r.vals.clone()), env) {
+            Ok(out) => out,
+            // A file that does not parse is the error, as Helm parses
+            // every file before executing any.
+            Err(e) => {
+                run.check_parsed()?;
+                return Err(RenderError::Exec(cleanup_exec_error(name, &e.to_string())));
+            }
+        };
         let out = if bstr::ByteSlice::contains_str(&out[..], "<no value>") {
             bstr::ByteSlice::replace(&out[..], "<no value>", "")
         } else {
@@ -572,14 +650,198 @@ pub fn render_parsed(
                 crate::engine::value::go_lossy(e.as_bytes()).into_owned()
             }
         };
-        rendered_file(&name, &text);
-        rendered.insert(name, text);
+        rendered_file(name, &text);
+        rendered.insert(name.clone(), text);
     }
+    // Files never executed (`_*`, or never reached) must parse too; kept
+    // with the others for the render state.
+    for file in run.check_parsed()? {
+        set.add_new(file);
+    }
+    drop(pool);
     if let Some(e) = not_utf8 {
         return Err(RenderError::NotUtf8(e));
     }
     let vals: Vec<Rc<Map>> = templates.into_values().map(|r| r.vals).collect();
     Ok((rendered, RenderState(Box::new((set, vals, values)))))
+}
+
+/// Executing a chart's files while the rest of them are parsed.
+///
+/// Helm parses every file into one namespace, then executes them. Here a
+/// file executes as soon as its own parse and every `define` it might use
+/// are in: [`Pipeline::start`] adds each file that may define templates
+/// (`define`/`block`, found in its text or its parse) in Helm's parse
+/// order, so the override rules give the same definitions; every other
+/// file brings only its own template, under a name no definition has, and
+/// is added right before it executes, or with all the rest when an
+/// execution first looks up a name the namespace lacks (a file's own
+/// template by path, [`Templates::set_late`]). Each execution therefore
+/// sees the templates it would in Helm. Meanwhile the workers parse the
+/// remaining files from the last to execute backwards, and this thread
+/// parses any it reaches first. A file that does not parse is still the
+/// error (the first in Helm's order), whatever executed before it.
+struct Pipeline {
+    shared: Arc<PoolShared>,
+    /// (template path, job id) in Helm's parse order.
+    files: Vec<(String, usize)>,
+    state: RefCell<Vec<FileState>>,
+}
+
+enum FileState {
+    /// Not taken from the pool yet.
+    Pending,
+    /// Parsed; in the namespace, or handed over to be.
+    Taken,
+    Failed(crate::engine::Error),
+}
+
+impl Pipeline {
+    fn new(shared: Arc<PoolShared>, files: Vec<(String, usize)>) -> Pipeline {
+        let state = RefCell::new(files.iter().map(|_| FileState::Pending).collect());
+        Pipeline {
+            shared,
+            files,
+            state,
+        }
+    }
+
+    /// Add every file that may define templates to `set`, in Helm's order,
+    /// and have the workers go on with the others from the end.
+    fn start(&self, set: &mut Templates) -> Result<(), RenderError> {
+        let mut early: Vec<bool> = self
+            .files
+            .iter()
+            .map(|(_, id)| self.shared.may_define(*id))
+            .collect();
+        let position: HashMap<usize, usize> = self
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, (_, id))| (*id, i))
+            .collect();
+        // The workers take the files needed first, then the others from
+        // the last to execute (this thread parses from the other end).
+        self.shared.last_first(&position, &early);
+        let mut parsed: Vec<Option<ParsedFile>> = self.files.iter().map(|_| None).collect();
+        // The ones no worker has started first, then those being parsed.
+        for started in [false, true] {
+            for (i, (_, id)) in self.files.iter().enumerate() {
+                if early[i] && parsed[i].is_none() && started != self.shared.queued(*id) {
+                    parsed[i] = Some(self.take(i)?);
+                }
+            }
+        }
+        // A file named like a definition joins them: which of the two a
+        // lookup finds depends on the parse order.
+        let names: std::collections::HashSet<&str> = parsed
+            .iter()
+            .flatten()
+            .flat_map(ParsedFile::names)
+            .collect();
+        let named: Vec<usize> = (0..self.files.len())
+            .filter(|&i| !early[i] && names.contains(self.files[i].0.as_str()))
+            .collect();
+        drop(names);
+        for i in named {
+            early[i] = true;
+            parsed[i] = Some(self.take(i)?);
+        }
+        for file in parsed.into_iter().flatten() {
+            set.add(file);
+        }
+        Ok(())
+    }
+
+    /// File `i`'s parse, to add before executing it; `None` if it was
+    /// added already.
+    fn take_for_exec(&self, i: usize) -> Result<Option<ParsedFile>, RenderError> {
+        if matches!(self.state.borrow()[i], FileState::Taken) {
+            return Ok(None);
+        }
+        self.take(i).map(Some)
+    }
+
+    /// File `i`'s parse; a parse error is the run's error: the first in
+    /// Helm's order.
+    fn take(&self, i: usize) -> Result<ParsedFile, RenderError> {
+        match self.shared.take(self.files[i].1) {
+            Ok(file) => {
+                self.state.borrow_mut()[i] = FileState::Taken;
+                Ok(file)
+            }
+            Err(e) => {
+                self.state.borrow_mut()[i] = FileState::Failed(e);
+                Err(self.first_error())
+            }
+        }
+    }
+
+    /// Every file not yet taken that parses ([`Templates::set_late`]).
+    fn take_rest(&self) -> Vec<ParsedFile> {
+        let mut out = Vec::new();
+        for (i, (_, id)) in self.files.iter().enumerate() {
+            if !matches!(self.state.borrow()[i], FileState::Pending) {
+                continue;
+            }
+            let next = match self.shared.take(*id) {
+                Ok(file) => {
+                    out.push(file);
+                    FileState::Taken
+                }
+                Err(e) => FileState::Failed(e),
+            };
+            self.state.borrow_mut()[i] = next;
+        }
+        out
+    }
+
+    /// Parse what is left: the first file in Helm's order that does not
+    /// parse is the error; otherwise the parses not taken yet.
+    fn check_parsed(&self) -> Result<Vec<ParsedFile>, RenderError> {
+        let rest = self.take_rest();
+        let state = self.state.borrow();
+        for (i, s) in state.iter().enumerate() {
+            if let FileState::Failed(e) = s {
+                return Err(RenderError::Parse(cleanup_parse_error(
+                    &self.files[i].0,
+                    &e.to_string(),
+                )));
+            }
+        }
+        Ok(rest)
+    }
+
+    fn first_error(&self) -> RenderError {
+        match self.check_parsed() {
+            Err(e) => e,
+            Ok(_) => RenderError::Parse("parse error: lost".into()),
+        }
+    }
+}
+
+/// Where a file goes in the parse queue before execution starts: `_*`
+/// files (where charts keep their `define`s, which must all be parsed
+/// before any file executes) first, larger files before smaller (a large
+/// file taken last would leave the other threads idle meanwhile).
+fn queue_key((name, data): &(String, Data)) -> (bool, std::cmp::Reverse<usize>) {
+    (
+        !base_name(name).starts_with('_'),
+        std::cmp::Reverse(data.size_hint()),
+    )
+}
+
+/// Whether template text may hold a `define` or `block` action: the word
+/// right after `{{` (and a trim marker). A plain search over the bytes, so
+/// that a file need not be parsed to know; the word in text or in a
+/// comment does not count.
+fn may_define(text: &[u8]) -> bool {
+    [&b"define"[..], b"block"].into_iter().any(|word| {
+        memchr::memmem::find_iter(text, word).any(|at| {
+            let before = text[..at].trim_ascii_end();
+            before.strip_suffix(b"-").unwrap_or(before).ends_with(b"{{")
+        })
+    })
 }
 
 /// go-yaml's reader error for the first document of `bytes` that is not
@@ -1114,6 +1376,31 @@ mod tests {
 mod render_tests {
     use super::*;
     use crate::chart::File;
+
+    /// The scan that decides which files are added before any executes
+    /// finds every way of writing a `define` or `block` action (missing
+    /// one would let a file execute without a definition it uses), and
+    /// only those.
+    #[test]
+    fn files_that_may_define_templates() {
+        for text in [
+            "{{define \"a\"}}x{{end}}",
+            "a: 1\n{{- define \"a\" }}x{{ end }}",
+            "{{-\tdefine \"a\"}}{{end}}",
+            "{{\n  block \"a\" .}}x{{end}}",
+            "{{- block \"a\" . -}}x{{- end -}}",
+        ] {
+            assert!(may_define(text.as_bytes()), "{text}");
+        }
+        for text in [
+            "kind: ConfigMap\ndata:\n  define: block\n",
+            "{{/* define \"a\" */}}",
+            "{{ .Values.define }} {{ include \"block\" . }}",
+            "{{ template \"define\" . }}",
+        ] {
+            assert!(!may_define(text.as_bytes()), "{text}");
+        }
+    }
 
     fn file(name: &str, text: &str) -> File {
         File {

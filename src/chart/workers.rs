@@ -103,8 +103,14 @@ struct Helpers {
 struct HelperState {
     jobs: VecDeque<Job>,
     /// Helpers without a job and not yet promised one: each queued job is
-    /// promised to a free helper, or else a new thread starts for it.
+    /// promised to a free helper, or to a busy one for when its job ends
+    /// ([`spawn_detached_next`]), or else a new thread starts for it.
     free: usize,
+    /// Helpers running a job.
+    busy: usize,
+    /// Jobs promised to busy helpers: a helper whose job ends takes one
+    /// of these before it counts as free.
+    owed: usize,
 }
 
 impl Helpers {
@@ -114,8 +120,10 @@ impl Helpers {
         HELPERS.get_or_init(Helpers::default)
     }
 
-    /// [`spawn_detached`] with these helpers.
-    fn run<T, F>(&'static self, f: F) -> std::io::Result<Pending<T>>
+    /// [`spawn_detached`] with these helpers; with `after_busy`, a job
+    /// that finds no helper free waits for a busy one rather than starting
+    /// a thread.
+    fn run<T, F>(&'static self, after_busy: bool, f: F) -> std::io::Result<Pending<T>>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
@@ -126,23 +134,38 @@ impl Helpers {
             let result = std::panic::catch_unwind(AssertUnwindSafe(f));
             // Free again before the result is seen, so that a job the caller
             // queues next finds this helper rather than starting another.
-            self.lock().free += 1;
+            let mut st = self.lock();
+            st.busy -= 1;
+            if st.owed > 0 {
+                st.owed -= 1;
+            } else {
+                st.free += 1;
+            }
+            drop(st);
             let _ = tx.send(result);
         });
         let mut st = self.lock();
-        if st.free > 0 {
-            st.free -= 1;
+        if st.free > 0 || (after_busy && st.busy > st.owed) {
+            if st.free > 0 {
+                st.free -= 1;
+            } else {
+                st.owed += 1;
+            }
             st.jobs.push_back(job);
             drop(st);
             self.job_queued.notify_one();
             return Ok(Pending(rx));
         }
+        st.busy += 1;
         drop(st);
         // The handle is dropped at once: the thread is detached.
-        spawn(HELPER_STACK, move || {
+        if let Err(e) = spawn(HELPER_STACK, move || {
             job();
             self.serve()
-        })?;
+        }) {
+            self.lock().busy -= 1;
+            return Err(e);
+        }
         Ok(Pending(rx))
     }
 
@@ -157,6 +180,7 @@ impl Helpers {
                 let mut st = self.lock();
                 loop {
                     if let Some(job) = st.jobs.pop_front() {
+                        st.busy += 1;
                         break job;
                     }
                     st = self
@@ -181,7 +205,19 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    Helpers::get().run(f)
+    Helpers::get().run(false, f)
+}
+
+/// [`spawn_detached`], except that with no helper free but one busy, `f`
+/// waits to run on that one when its job ends rather than starting a
+/// thread: for work that is not urgent while the other cores are busy
+/// anyway (manifest heads while templates are still being parsed).
+pub(crate) fn spawn_detached_next<T, F>(f: F) -> std::io::Result<Pending<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    Helpers::get().run(true, f)
 }
 
 /// [`spawn`] for a thread of `scope`.
@@ -268,17 +304,51 @@ mod tests {
     fn a_free_helper_takes_the_next_job() {
         let helpers: &'static Helpers = Box::leak(Box::default());
         let id = || std::thread::current().id();
-        let first = helpers.run(id).unwrap().wait().unwrap();
+        let first = helpers.run(false, id).unwrap().wait().unwrap();
         assert_ne!(first, id());
-        assert!(helpers.run(|| panic!("boom")).unwrap().wait().is_err());
-        assert_eq!(helpers.run(id).unwrap().wait().unwrap(), first);
+        assert!(
+            helpers
+                .run(false, || panic!("boom"))
+                .unwrap()
+                .wait()
+                .is_err()
+        );
+        assert_eq!(helpers.run(false, id).unwrap().wait().unwrap(), first);
 
         let (release, hold) = mpsc::channel::<()>();
-        let busy = helpers.run(move || hold.recv().is_ok()).unwrap();
+        let busy = helpers.run(false, move || hold.recv().is_ok()).unwrap();
         // Done while the other job still blocks.
-        assert_ne!(helpers.run(id).unwrap().wait().unwrap(), id());
+        assert_ne!(helpers.run(false, id).unwrap().wait().unwrap(), id());
         release.send(()).unwrap();
         assert!(busy.wait().unwrap());
+    }
+
+    /// A job that may wait for a busy helper runs on it once its job ends,
+    /// without a thread of its own; with a helper free it runs there, and
+    /// with none at all it starts one.
+    #[test]
+    fn a_job_for_the_next_helper_waits_for_a_busy_one() {
+        let helpers: &'static Helpers = Box::leak(Box::default());
+        let id = || std::thread::current().id();
+        let first = helpers.run(true, id).unwrap().wait().unwrap();
+        assert_ne!(first, id());
+
+        let (release, hold) = mpsc::channel::<()>();
+        let (started, running) = mpsc::channel::<()>();
+        let busy = helpers
+            .run(false, move || {
+                started.send(()).unwrap();
+                hold.recv().is_ok()
+            })
+            .unwrap();
+        running.recv().unwrap();
+        let next = helpers.run(true, id).unwrap();
+        assert_eq!(helpers.lock().owed, 1);
+        release.send(()).unwrap();
+        assert!(busy.wait().unwrap());
+        assert_eq!(next.wait().unwrap(), first);
+        let st = helpers.lock();
+        assert_eq!((st.free, st.busy, st.owed), (1, 0, 0));
     }
 
     /// How many CPUs this thread may run on.

@@ -43,6 +43,23 @@ pub struct ParsedFile {
     trees: Vec<Tree>,
 }
 
+impl ParsedFile {
+    /// Whether the file defines templates besides its own (`define` or
+    /// `block`).
+    pub fn defines(&self) -> bool {
+        self.trees.len() > 1
+    }
+
+    /// The names of the templates the file defines, its own first.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.trees.iter().map(|t| &*t.name)
+    }
+}
+
+/// Where a namespace gets the templates of files not yet added when an
+/// execution asks for a name it lacks (see [`Templates::set_late`]).
+pub type LateFiles = Box<dyn FnOnce() -> Vec<ParsedFile>>;
+
 // Parsing happens on worker threads in `chart`; keep the AST free of `Rc`.
 const _: fn() = || {
     fn send_sync<T: Send + Sync>() {}
@@ -64,6 +81,10 @@ pub struct Templates {
     /// since the outermost running one started.
     include_depth: Cell<usize>,
     include_peak: Cell<usize>,
+    /// Files handed over only when a lookup misses ([`Templates::set_late`]),
+    /// and the templates they brought.
+    late: RefCell<Option<LateFiles>>,
+    late_trees: RefCell<TreeMap>,
 }
 
 /// A finished `include` whose result may be handed out again: charts
@@ -95,6 +116,8 @@ impl Templates {
             includes: RefCell::new(HashMap::new()),
             include_depth: Cell::new(0),
             include_peak: Cell::new(0),
+            late: RefCell::new(None),
+            late_trees: RefCell::new(HashMap::new()),
         }
     }
 
@@ -142,13 +165,60 @@ impl Templates {
         }
     }
 
+    /// [`Templates::add`] for a file whose templates have names the
+    /// namespace does not have yet (a file without `define`s, say): the
+    /// results of earlier `include`s stay valid, as no name they resolved
+    /// changes. A file that does reuse a name is added as by `add`.
+    pub fn add_new(&mut self, parsed: ParsedFile) {
+        if parsed
+            .trees
+            .iter()
+            .any(|t| self.trees.contains_key(&t.name))
+        {
+            return self.add(parsed);
+        }
+        for t in parsed.trees {
+            self.trees.insert(t.name.clone(), Rc::new(t));
+        }
+    }
+
+    /// Files that belong to this namespace but are not added yet, handed
+    /// over by `files` when an execution first looks up a name the
+    /// namespace lacks. This is for a caller that executes files while
+    /// others are still being parsed: it adds every file that `define`s
+    /// templates first (in parse order), then each remaining file before
+    /// executing it, and `files` yields those not added yet. Their names
+    /// must be new (no `define` in them, no name already taken), so the
+    /// namespace ends as if every file had been added before executing.
+    pub fn set_late(&mut self, files: LateFiles) {
+        *self.late.get_mut() = Some(files);
+    }
+
     /// The function table templates are parsed against.
     pub fn funcs(&self) -> &FuncMap {
         &self.funcs
     }
 
     pub fn contains(&self, name: &str) -> bool {
-        self.trees.contains_key(name)
+        self.tree(name).is_some()
+    }
+
+    /// The template `name` of the namespace, asking for the late files
+    /// ([`Templates::set_late`]) once if it is not there.
+    fn tree(&self, name: &str) -> Option<Rc<Tree>> {
+        if let Some(t) = self.trees.get(name) {
+            return Some(t.clone());
+        }
+        let files = self.late.borrow_mut().take();
+        if let Some(files) = files {
+            let mut late = self.late_trees.borrow_mut();
+            for file in files() {
+                for t in file.trees {
+                    associate(&mut late, Rc::new(t));
+                }
+            }
+        }
+        self.late_trees.borrow().get(name).cloned()
     }
 
     /// Execute template `name` with `data` as dot and `$`. Go templates
@@ -268,7 +338,7 @@ impl Ns<'_> {
         }
         match self.parent {
             Some(p) => p.lookup(name),
-            None => self.base.trees.get(name).cloned(),
+            None => self.base.tree(name),
         }
     }
 }

@@ -29,6 +29,6 @@ pub mod value;
 mod tests;
 
 pub use error::{Error, ErrorData, ErrorKind};
-pub use exec::{ParsedFile, Templates};
+pub use exec::{LateFiles, ParsedFile, Templates};
 pub use funcs::{Env, FuncDef, FuncImpl, FuncMap, FuncResult, Param};
 pub use value::{Entries, Key, List, ListKind, Map, MapKind, Member, Method, Object, Value};
