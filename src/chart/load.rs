@@ -182,6 +182,7 @@ fn walk_top(
     observer: Observer,
 ) -> Result<(), LoadError> {
     let (dirfd, entries) = read_dir_sorted(top)?;
+    let dirfd = Arc::new(dirfd);
     let first = peek_chart_name(top).and_then(|name| {
         entries
             .iter()
@@ -271,14 +272,14 @@ impl Walk<'_> {
     /// Walk `dir` (path `rel` relative to the chart).
     fn dir(&mut self, dir: &Path, rel: &str) -> Result<(), LoadError> {
         let (dirfd, entries) = read_dir_sorted(dir)?;
-        self.entries(dir, &dirfd, rel, entries)
+        self.entries(dir, &Arc::new(dirfd), rel, entries)
     }
 
     /// Walk `entries` of `dir` (opened as `dirfd`).
     fn entries(
         &mut self,
         dir: &Path,
-        dirfd: &rustix::fd::OwnedFd,
+        dirfd: &Arc<rustix::fd::OwnedFd>,
         rel: &str,
         entries: Vec<(String, std::fs::FileType)>,
     ) -> Result<(), LoadError> {
@@ -359,7 +360,7 @@ impl Walk<'_> {
                         return Err(e);
                     }
                     if surely_readable(&st) {
-                        let data = Data::lazy(full, st.st_size as usize);
+                        let data = Data::lazy_at(dirfd.clone(), &name, full, st.st_size as usize);
                         if template {
                             (self.sink)(&n, &data);
                         }
@@ -404,7 +405,7 @@ impl Walk<'_> {
                 (self.sink)(&n, &data);
                 data
             } else {
-                Data::lazy(full, len as usize)
+                Data::lazy_at(dirfd.clone(), &name, full, len as usize)
             };
             self.files.push(BufferedFile { name: n, data });
         }
@@ -489,6 +490,23 @@ pub(crate) fn read_path(path: &Path) -> std::io::Result<Arc<[u8]>> {
     )?;
     let len = rustix::fs::fstat(&fd)?.st_size;
     read_shared(&fd, usize::try_from(len).unwrap_or(0))
+}
+
+/// The bytes of the file `name` of directory `dir` ([`read_shared`]), for
+/// a file whose reading was deferred, of `len` bytes when it was checked
+/// (`read_shared` reads whatever it holds now).
+pub(crate) fn read_at(
+    dir: &rustix::fd::OwnedFd,
+    name: &str,
+    len: usize,
+) -> std::io::Result<Arc<[u8]>> {
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )?;
+    read_shared(&fd, len)
 }
 
 /// Whether the mode bits of a file let this process read it, without

@@ -29,6 +29,10 @@ pub struct Data(Arc<DataInner>);
 struct DataInner {
     /// Where to read the bytes from when `bytes` is still empty.
     path: Option<PathBuf>,
+    /// The same file as a name in its directory, opened when the walk
+    /// found it: opening by name there skips resolving every component
+    /// of the whole path again (most of what an open costs).
+    at: Option<(Arc<rustix::fd::OwnedFd>, Box<str>)>,
     /// The file's size when it was checked, for work planning before it is
     /// read (a byte order mark makes it 3 more than the bytes).
     size: usize,
@@ -41,6 +45,18 @@ impl Data {
     pub fn lazy(path: PathBuf, size: usize) -> Data {
         Data(Arc::new(DataInner {
             path: Some(path),
+            at: None,
+            size,
+            bytes: OnceLock::new(),
+        }))
+    }
+
+    /// [`Data::lazy`] for the file `name` of the open directory `dir`
+    /// (which `path` names too, for messages).
+    pub fn lazy_at(dir: Arc<rustix::fd::OwnedFd>, name: &str, path: PathBuf, size: usize) -> Data {
+        Data(Arc::new(DataInner {
+            path: Some(path),
+            at: Some((dir, name.into())),
             size,
             bytes: OnceLock::new(),
         }))
@@ -69,11 +85,12 @@ impl Data {
     /// The bytes as a shared buffer.
     pub fn shared(&self) -> &Arc<[u8]> {
         self.0.bytes.get_or_init(|| {
-            self.0
-                .path
-                .as_deref()
-                .and_then(|p| crate::chart::load::read_path(p).ok())
-                .unwrap_or_else(|| Arc::from(&[][..]))
+            let read = match (&self.0.at, &self.0.path) {
+                (Some((dir, name)), _) => crate::chart::load::read_at(dir, name, self.0.size),
+                (None, Some(path)) => crate::chart::load::read_path(path),
+                (None, None) => return Arc::from(&[][..]),
+            };
+            read.unwrap_or_else(|_| Arc::from(&[][..]))
         })
     }
 }
@@ -89,6 +106,7 @@ impl From<Arc<[u8]>> for Data {
     fn from(bytes: Arc<[u8]>) -> Data {
         Data(Arc::new(DataInner {
             path: None,
+            at: None,
             size: bytes.len(),
             bytes: OnceLock::from(bytes),
         }))
