@@ -158,9 +158,18 @@ fn reserve_arena(bytes: usize) {
     let blocks: Vec<Vec<u8>> = (0..bytes.div_ceil(BLOCK).min(68))
         .map(|_| Vec::with_capacity(BLOCK))
         .collect();
-    // Freed in allocation order, the blocks merge into one free chunk
-    // before the last one reaches the top (one trim, not one per block).
-    std::hint::black_box(&blocks);
+    // A small allocation after the last block keeps the freed blocks (one
+    // free chunk) from merging into the arena's top: glibc would give the
+    // top back at once (`madvise`, and the other cores of the process
+    // interrupted to flush their TLBs), to grow it again for the trees.
+    // Its size is one the thread has hardly used yet, so that it comes
+    // from the top rather than from a cached chunk; freed last, it goes to
+    // the thread's cache of small chunks, which does not merge, and is
+    // reused by the next allocation of its size.
+    let fence: Vec<u8> = Vec::with_capacity(1000);
+    std::hint::black_box((&blocks, &fence));
+    drop(blocks);
+    drop(fence);
 }
 
 /// How much of a worker thread's malloc arena is open ([`reserve_arena`])
