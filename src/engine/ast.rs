@@ -12,6 +12,16 @@ use std::sync::Arc;
 
 use super::funcs::FuncDef;
 
+/// A byte offset in a tree's source. Four bytes, not a `usize`: a parse
+/// tree holds one per node and argument, and its size is page faults.
+pub type Pos = u32;
+
+/// `pos` as a [`Pos`]; an offset past 4 GiB (no template is that big)
+/// saturates, and only error locations would be off.
+pub fn pos(pos: usize) -> Pos {
+    Pos::try_from(pos).unwrap_or(Pos::MAX)
+}
+
 /// The text a tree was parsed from, and the name errors report for it
 /// (Go's `Tree.ParseName`: the top-level template of the `Parse` call).
 pub struct Source {
@@ -79,34 +89,38 @@ impl Callee {
 /// trees are most of the memory a render allocates (ingress-nginx: ~1.2 MB
 /// for 120 KB of templates with growable `Vec`s and inline branches), and
 /// every page of it is a page fault.
+// What the boxing above and the four-byte positions keep a node and an
+// argument down to (each a few percent of a render's page faults).
+const _: () = assert!(std::mem::size_of::<Node>() <= 56 && std::mem::size_of::<Arg>() <= 40);
+
 pub enum Node {
     /// `src.text[start..end]` of the tree's source: text is not copied.
     Text {
-        start: usize,
-        end: usize,
+        start: Pos,
+        end: Pos,
     },
     Action(Pipe),
     If(Box<Branch>),
     Range(Box<Branch>),
     With(Box<Branch>),
     Template {
-        pos: usize,
+        pos: Pos,
         name: Arc<str>,
         pipe: Option<Box<Pipe>>,
     },
-    Break(usize),
-    Continue(usize),
+    Break(Pos),
+    Continue(Pos),
 }
 
 pub struct Branch {
-    pub pos: usize,
+    pub pos: Pos,
     pub pipe: Pipe,
     pub list: Box<[Node]>,
     pub else_list: Option<Box<[Node]>>,
 }
 
 pub struct Pipe {
-    pub pos: usize,
+    pub pos: Pos,
     pub is_assign: bool,
     pub decl: Box<[Arc<str>]>,
     /// Most pipelines are one command, kept inline: one allocation less
@@ -115,7 +129,7 @@ pub struct Pipe {
 }
 
 pub struct Command {
-    pub pos: usize,
+    pub pos: Pos,
     pub args: Box<[Arg]>,
 }
 
@@ -134,41 +148,41 @@ pub struct Number {
 
 pub enum Arg {
     Field {
-        pos: usize,
+        pos: Pos,
         idents: Box<[Arc<str>]>,
     },
     Chain {
-        pos: usize,
+        pos: Pos,
         node: Box<Arg>,
         fields: Box<[Arc<str>]>,
     },
     /// A function name; its spelling is the callee's.
     Ident {
-        pos: usize,
+        pos: Pos,
         callee: Callee,
     },
     Pipe(Box<Pipe>),
     /// `$x.a.b`: `idents[0]` is the variable name.
     Var {
-        pos: usize,
+        pos: Pos,
         idents: Box<[Arc<str>]>,
     },
-    Dot(usize),
-    Nil(usize),
-    Bool(usize, bool),
-    Number(usize, Box<Number>),
+    Dot(Pos),
+    Nil(Pos),
+    Bool(Pos, bool),
+    Number(Pos, Box<Number>),
     /// `quoted` is the source spelling, which `String()` prints; `None`
     /// when that is `text` between double quotes (no escapes), as most
     /// constants are spelled, which saves a copy of each.
     Str {
-        pos: usize,
+        pos: Pos,
         quoted: Option<Box<str>>,
         text: Arc<str>,
     },
 }
 
 impl Arg {
-    pub fn pos(&self) -> usize {
+    pub fn pos(&self) -> Pos {
         match self {
             Arg::Field { pos, .. }
             | Arg::Chain { pos, .. }
@@ -286,8 +300,9 @@ impl Node {
 }
 
 /// The source bytes of a text node (valid UTF-8: they were parsed as `str`).
-pub fn text_of(text: &[u8], start: usize, end: usize) -> &str {
-    std::str::from_utf8(text.get(start..end).unwrap_or_default()).unwrap_or_default()
+pub fn text_of(text: &[u8], start: Pos, end: Pos) -> &str {
+    let range = start as usize..end as usize;
+    std::str::from_utf8(text.get(range).unwrap_or_default()).unwrap_or_default()
 }
 
 impl fmt::Display for NodeDisplay<'_> {

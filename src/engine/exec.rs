@@ -431,7 +431,7 @@ enum Cur<'t> {
 
 impl Cur<'_> {
     fn pos(&self) -> usize {
-        match self {
+        let pos = match self {
             Cur::None => 0,
             Cur::Node(n) => match n {
                 Node::Action(p) => p.pos,
@@ -442,7 +442,8 @@ impl Cur<'_> {
             Cur::Pipe(p) => p.pos,
             Cur::Cmd(c) => c.pos,
             Cur::Arg(a) => a.pos(),
-        }
+        };
+        pos as usize
     }
     /// Go's `String()` of the node; `text` is the source of its tree.
     fn string(&self, text: &[u8]) -> String {
@@ -550,7 +551,8 @@ impl<'a, 't> State<'a, 't> {
         self.at(Cur::Node(node));
         match node {
             Node::Text { start, end } => {
-                out.extend_from_slice(self.src.text.get(*start..*end).unwrap_or_default())
+                let range = *start as usize..*end as usize;
+                out.extend_from_slice(self.src.text.get(range).unwrap_or_default())
             }
             Node::Action(pipe) => {
                 // Variables declared here persist until the enclosing end.

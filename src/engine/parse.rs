@@ -10,7 +10,9 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use super::ast::{Arg, Branch, Callee, Command, Node, Number, Pipe, Source, Tree, is_empty_tree};
+use super::ast::{
+    self, Arg, Branch, Callee, Command, Node, Number, Pipe, Source, Tree, is_empty_tree,
+};
 use super::error::Error;
 use super::funcs::FuncMap;
 use super::lexer::{Item, ItemType, Lexer};
@@ -363,8 +365,8 @@ impl<'a> Parser<'a, '_> {
         let token = self.next_non_space();
         match token.typ {
             ItemType::Text => Ok(Parsed::Node(Node::Text {
-                start: token.pos,
-                end: token.pos + token.val.len(),
+                start: ast::pos(token.pos),
+                end: ast::pos(token.pos + token.val.len()),
             })),
             ItemType::LeftDelim => {
                 self.action_pos = Some(token.pos);
@@ -411,9 +413,9 @@ impl<'a> Parser<'a, '_> {
             return Err(self.errorf(format!("{what} outside {{{{range}}}}")));
         }
         Ok(if what == "{{break}}" {
-            Node::Break(pos)
+            Node::Break(ast::pos(pos))
         } else {
-            Node::Continue(pos)
+            Node::Continue(ast::pos(pos))
         })
     }
 
@@ -478,7 +480,7 @@ impl<'a> Parser<'a, '_> {
             if token.typ == end {
                 self.check_pipeline(&self.stacks.cmds[cmds..], context)?;
                 return Ok(Pipe {
-                    pos,
+                    pos: ast::pos(pos),
                     is_assign,
                     decl: take(&mut self.stacks.names, names),
                     cmds: self.stacks.cmds.drain(cmds..).collect(),
@@ -595,7 +597,7 @@ impl<'a> Parser<'a, '_> {
         let name: Arc<str> = Arc::from(name.as_str());
         self.add(name.clone(), list)?;
         Ok(Node::Template {
-            pos: token.pos,
+            pos: ast::pos(token.pos),
             name,
             pipe: Some(Box::new(pipe)),
         })
@@ -611,7 +613,7 @@ impl<'a> Parser<'a, '_> {
             pipe = Some(Box::new(self.pipeline(context, ItemType::RightDelim)?));
         }
         Ok(Node::Template {
-            pos: token.pos,
+            pos: ast::pos(token.pos),
             name: Arc::from(name.as_str()),
             pipe,
         })
@@ -653,7 +655,7 @@ impl<'a> Parser<'a, '_> {
             return Err(self.errorf("empty command".into()));
         }
         Ok(Command {
-            pos,
+            pos: ast::pos(pos),
             args: take(&mut self.stacks.args, mark),
         })
     }
@@ -681,7 +683,7 @@ impl<'a> Parser<'a, '_> {
                 self.stacks.names.push(name);
             }
             return Ok(Some(Arg::Chain {
-                pos,
+                pos: ast::pos(pos),
                 node: Box::new(node),
                 fields: take(&mut self.stacks.names, mark),
             }));
@@ -706,9 +708,15 @@ impl<'a> Parser<'a, '_> {
         }
         let idents = take(&mut self.stacks.names, mark);
         if field {
-            Arg::Field { pos, idents }
+            Arg::Field {
+                pos: ast::pos(pos),
+                idents,
+            }
         } else {
-            Arg::Var { pos, idents }
+            Arg::Var {
+                pos: ast::pos(pos),
+                idents,
+            }
         }
     }
 
@@ -720,12 +728,12 @@ impl<'a> Parser<'a, '_> {
                     return Err(self.errorf(format!("function {} not defined", quote(token.val))));
                 };
                 Arg::Ident {
-                    pos: token.pos,
+                    pos: ast::pos(token.pos),
                     callee,
                 }
             }
-            ItemType::Dot => Arg::Dot(token.pos),
-            ItemType::Nil => Arg::Nil(token.pos),
+            ItemType::Dot => Arg::Dot(ast::pos(token.pos)),
+            ItemType::Nil => Arg::Nil(ast::pos(token.pos)),
             ItemType::Variable => {
                 if !self.vars.iter().any(|v| &**v == token.val) {
                     return Err(self.errorf(format!("undefined variable {}", quote(token.val))));
@@ -733,10 +741,10 @@ impl<'a> Parser<'a, '_> {
                 self.field_run(token.pos, token.val, false)
             }
             ItemType::Field => self.field_run(token.pos, &token.val[1..], true),
-            ItemType::Bool => Arg::Bool(token.pos, token.val == "true"),
+            ItemType::Bool => Arg::Bool(ast::pos(token.pos), token.val == "true"),
             ItemType::CharConstant | ItemType::Complex | ItemType::Number => {
                 let n = new_number(token.val, token.typ).map_err(|e| self.errorf(e))?;
-                Arg::Number(token.pos, Box::new(n))
+                Arg::Number(ast::pos(token.pos), Box::new(n))
             }
             ItemType::LeftParen => {
                 // Parentheses nest as deep as the text says; grow the stack.
@@ -752,7 +760,7 @@ impl<'a> Parser<'a, '_> {
                 let plain = token.val.starts_with('"')
                     && token.val.get(1..token.val.len() - 1) == Some(&*s);
                 Arg::Str {
-                    pos: token.pos,
+                    pos: ast::pos(token.pos),
                     quoted: (!plain).then(|| token.val.into()),
                     // Constants repeat (helper names passed to `include`):
                     // one shared copy of each, as for identifiers.
