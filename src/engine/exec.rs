@@ -788,7 +788,10 @@ impl<'a, 't> State<'a, 't> {
             Arg::Dot(_) => Ok(dot.clone()),
             Arg::Nil(_) => Err(self.err("nil is not a command".into())),
             Arg::Number(_, n) => self.ideal_constant(n).map(V::val),
-            Arg::Str { text, quoted, .. } => Ok(V::val(string_constant(text, quoted.as_deref()))),
+            Arg::Str { text, quoted, .. } => Ok(V::val(string_constant(
+                text,
+                quoted.as_deref().map(|q| &*q.0),
+            ))),
             _ => Err(self.err(format!(
                 "can't evaluate command {}",
                 gofmt::quote(&first.to_string())
@@ -1233,13 +1236,17 @@ impl<'a, 't> State<'a, 't> {
                 _ => Err(self.err(format!("expected string; found {n}"))),
             },
             Param::RawStr => match n {
-                Arg::Str { text, quoted, .. } => Ok(string_constant(text, quoted.as_deref())),
+                Arg::Str { text, quoted, .. } => {
+                    Ok(string_constant(text, quoted.as_deref().map(|q| &*q.0)))
+                }
                 _ => Err(self.err(format!("expected string; found {n}"))),
             },
             Param::Any => match n {
                 Arg::Bool(_, b) => Ok(Value::Bool(*b)),
                 Arg::Number(_, num) => self.ideal_constant(num),
-                Arg::Str { text, quoted, .. } => Ok(string_constant(text, quoted.as_deref())),
+                Arg::Str { text, quoted, .. } => {
+                    Ok(string_constant(text, quoted.as_deref().map(|q| &*q.0)))
+                }
                 _ => Err(self.err(format!(
                     "can't handle assignment of {n} to empty interface argument"
                 ))),

@@ -761,7 +761,7 @@ impl<'a> Parser<'a, '_> {
                     && token.val.get(1..token.val.len() - 1) == Some(&*s);
                 Arg::Str {
                     pos: ast::pos(token.pos),
-                    quoted: (!plain).then(|| token.val.into()),
+                    quoted: (!plain).then(|| Box::new(ast::Spelling(token.val.into()))),
                     // Constants repeat (helper names passed to `include`):
                     // one shared copy of each, as for identifiers.
                     text: match s {
