@@ -743,7 +743,7 @@ impl<'a, 't> State<'a, 't> {
             value = Some(v.v);
         }
         let value = value.unwrap_or_default();
-        for name in &pipe.decl {
+        for name in pipe.decl.iter() {
             if pipe.is_assign {
                 self.set_var(name, V::val(value.clone()))?;
             } else {

@@ -482,7 +482,7 @@ impl<'a> Parser<'a, '_> {
                 return Ok(Pipe {
                     pos: ast::pos(pos),
                     is_assign,
-                    decl: take(&mut self.stacks.names, names),
+                    decl: take(&mut self.stacks.names, names).into(),
                     cmds: self.stacks.cmds.drain(cmds..).collect(),
                 });
             }
