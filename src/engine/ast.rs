@@ -89,10 +89,6 @@ impl Callee {
 /// trees are most of the memory a render allocates (ingress-nginx: ~1.2 MB
 /// for 120 KB of templates with growable `Vec`s and inline branches), and
 /// every page of it is a page fault.
-// What the boxing above and the four-byte positions keep a node and an
-// argument down to (each a few percent of a render's page faults).
-const _: () = assert!(std::mem::size_of::<Node>() <= 48 && std::mem::size_of::<Arg>() <= 32);
-
 pub enum Node {
     /// `src.text[start..end]` of the tree's source: text is not copied.
     Text {
@@ -111,6 +107,10 @@ pub enum Node {
     Break(Pos),
     Continue(Pos),
 }
+
+// What boxing, four-byte positions and thin pointers keep a node and an
+// argument down to: every byte of them counts in a render's page faults.
+const _: () = assert!(std::mem::size_of::<Node>() <= 48 && std::mem::size_of::<Arg>() <= 32);
 
 pub struct Branch {
     pub pos: Pos,
