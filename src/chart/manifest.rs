@@ -330,6 +330,8 @@ struct Jobs {
     waiting: VecDeque<(String, String)>,
     /// No more files will come.
     closed: bool,
+    /// The worker has begun: it may hold files it took.
+    started: bool,
 }
 
 impl HeadQueue {
@@ -376,6 +378,7 @@ impl HeadWorker {
         let queue = Arc::new(HeadQueue::default());
         let shared = queue.clone();
         let handle = crate::chart::workers::spawn_detached_next(move || {
+            shared.lock().started = true;
             let mut pre = PreParsed::default();
             while let Some((path, content)) = shared.next() {
                 pre.parse(path, &content);
@@ -400,12 +403,23 @@ impl HeadWorker {
     /// worker takes from the front, so the caller waits for half the
     /// backlog rather than all of it (the last files rendered are often
     /// the biggest, and the worker is then still busy with earlier ones).
+    ///
+    /// A worker that has not begun (its job waits for a helper busy with
+    /// other work, maybe another render's) is not waited for: this thread
+    /// parses everything, and the worker finds the queue closed and empty.
     pub fn finish(self) -> PreParsed {
-        self.queue.lock().closed = true;
+        let started = {
+            let mut jobs = self.queue.lock();
+            jobs.closed = true;
+            jobs.started
+        };
         self.queue.more.notify_one();
         let mut here = PreParsed::default();
         while let Some((path, content)) = self.queue.take_last() {
             here.parse(path, &content);
+        }
+        if !started {
+            return here;
         }
         let mut pre = self.handle.wait().unwrap_or_default();
         pre.0.extend(here.0);
