@@ -228,7 +228,7 @@ type ParseResult = std::thread::Result<Result<ParsedFile, crate::engine::Error>>
 /// decides which subcharts render), and [`ParsePool::finish`] queues the
 /// rest and hands over the set in Helm's order, still being parsed, to
 /// [`render_parsed`], which executes files as their parses come in
-/// ([`Pipeline`]). Whatever the threads, the result is that of parsing the
+/// (`Pipeline`). Whatever the threads, the result is that of parsing the
 /// final chart's files one after the other, then executing them.
 pub struct ParsePool {
     shared: Arc<PoolShared>,
@@ -249,7 +249,9 @@ struct PoolShared {
 struct PoolState {
     /// Every file handed in, by job id: template path and bytes.
     jobs: Vec<(String, Data)>,
-    /// Ids not yet taken, largest file first once sorted by `finish`.
+    /// Ids not yet taken, in [`queue_key`] order until execution starts,
+    /// then as [`PoolShared::last_first`] puts them: workers take from
+    /// the front, the main thread from the back.
     queue: VecDeque<usize>,
     /// No more jobs will come: idle workers exit.
     closed: bool,
@@ -462,8 +464,8 @@ impl ParsePool {
         }
     }
 
-    /// Queue `files`, largest first; returns their job ids, in the order
-    /// of `files`.
+    /// Queue `files`, each in its place by [`queue_key`]; returns their
+    /// job ids, in the order of `files`.
     fn push(&self, files: Vec<(String, Data)>) -> Vec<usize> {
         let n = files.len();
         let mut st = self.shared.lock();
