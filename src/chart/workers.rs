@@ -145,12 +145,16 @@ impl Helpers {
             let _ = tx.send(result);
         });
         let mut st = self.lock();
-        if st.free > 0 || (after_busy && st.busy > st.owed) {
-            if st.free > 0 {
-                st.free -= 1;
-            } else {
-                st.owed += 1;
-            }
+        let promised = if st.free > 0 {
+            st.free -= 1;
+            true
+        } else if after_busy && st.busy > st.owed {
+            st.owed += 1;
+            true
+        } else {
+            false
+        };
+        if promised {
             st.jobs.push_back(job);
             drop(st);
             self.job_queued.notify_one();
@@ -302,10 +306,7 @@ mod tests {
     /// does not wait for them: it gets a thread of its own.
     #[test]
     fn a_free_helper_takes_the_next_job() {
-        let helpers: &'static Helpers = Box::leak(Box::default());
-        let id = || std::thread::current().id();
-        let first = helpers.run(false, id).unwrap().wait().unwrap();
-        assert_ne!(first, id());
+        let (helpers, first) = helpers_with_one(false);
         assert!(
             helpers
                 .run(false, || panic!("boom"))
@@ -328,10 +329,7 @@ mod tests {
     /// with none at all it starts one.
     #[test]
     fn a_job_for_the_next_helper_waits_for_a_busy_one() {
-        let helpers: &'static Helpers = Box::leak(Box::default());
-        let id = || std::thread::current().id();
-        let first = helpers.run(true, id).unwrap().wait().unwrap();
-        assert_ne!(first, id());
+        let (helpers, first) = helpers_with_one(true);
 
         let (release, hold) = mpsc::channel::<()>();
         let (started, running) = mpsc::channel::<()>();
@@ -349,6 +347,20 @@ mod tests {
         assert_eq!(next.wait().unwrap(), first);
         let st = helpers.lock();
         assert_eq!((st.free, st.busy, st.owed), (1, 0, 0));
+    }
+
+    /// The running thread's id.
+    fn id() -> std::thread::ThreadId {
+        std::thread::current().id()
+    }
+
+    /// A set of helpers of its own whose first job (`after_busy` as given)
+    /// started a thread, now free; and that thread's id.
+    fn helpers_with_one(after_busy: bool) -> (&'static Helpers, std::thread::ThreadId) {
+        let helpers: &'static Helpers = Box::leak(Box::default());
+        let first = helpers.run(after_busy, id).unwrap().wait().unwrap();
+        assert_ne!(first, id());
+        (helpers, first)
     }
 
     /// How many CPUs this thread may run on.
