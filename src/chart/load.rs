@@ -360,7 +360,7 @@ impl Walk<'_> {
                         return Err(e);
                     }
                     if surely_readable(&st) {
-                        let data = Data::lazy_at(dirfd.clone(), &name, full, st.st_size as usize);
+                        let data = Data::lazy(dirfd.clone(), &name, st.st_size as usize);
                         if template {
                             (self.sink)(&n, &data);
                         }
@@ -405,7 +405,7 @@ impl Walk<'_> {
                 (self.sink)(&n, &data);
                 data
             } else {
-                Data::lazy_at(dirfd.clone(), &name, full, len as usize)
+                Data::lazy(dirfd.clone(), &name, len as usize)
             };
             self.files.push(BufferedFile { name: n, data });
         }
@@ -478,18 +478,6 @@ fn without_bom(buf: Arc<[u8]>) -> Arc<[u8]> {
         Some(rest) => Arc::from(rest),
         None => buf,
     }
-}
-
-/// The bytes of the file at `path` ([`read_shared`]), for a file whose
-/// reading was deferred.
-pub(crate) fn read_path(path: &Path) -> std::io::Result<Arc<[u8]>> {
-    let fd = rustix::fs::open(
-        path,
-        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
-        rustix::fs::Mode::empty(),
-    )?;
-    let len = rustix::fs::fstat(&fd)?.st_size;
-    read_shared(&fd, usize::try_from(len).unwrap_or(0))
 }
 
 /// The bytes of the file `name` of directory `dir` ([`read_shared`]), for

@@ -2,7 +2,6 @@
 //! other files, default values, schema, CRDs and loaded subcharts.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use crate::yaml::Mapping;
@@ -27,11 +26,10 @@ pub struct Data(Arc<DataInner>);
 
 #[derive(Debug)]
 struct DataInner {
-    /// Where to read the bytes from when `bytes` is still empty.
-    path: Option<PathBuf>,
-    /// The same file as a name in its directory, opened when the walk
-    /// found it: opening by name there skips resolving every component
-    /// of the whole path again (most of what an open costs).
+    /// Where to read the bytes from when `bytes` is still empty: the
+    /// file's name in its directory, opened when the walk found it
+    /// (opening by name there skips resolving every component of the
+    /// whole path again, most of what an open costs).
     at: Option<(Arc<rustix::fd::OwnedFd>, Box<str>)>,
     /// The file's size when it was checked, for work planning before it is
     /// read (a byte order mark makes it 3 more than the bytes).
@@ -40,22 +38,11 @@ struct DataInner {
 }
 
 impl Data {
-    /// Bytes read from a file of `size` bytes on first use, without a UTF-8
-    /// byte order mark (Helm's loader drops it from every file).
-    pub fn lazy(path: PathBuf, size: usize) -> Data {
+    /// The bytes of the file `name` of the open directory `dir`, of `size`
+    /// bytes when checked, read on first use, without a UTF-8 byte order
+    /// mark (Helm's loader drops it from every file).
+    pub fn lazy(dir: Arc<rustix::fd::OwnedFd>, name: &str, size: usize) -> Data {
         Data(Arc::new(DataInner {
-            path: Some(path),
-            at: None,
-            size,
-            bytes: OnceLock::new(),
-        }))
-    }
-
-    /// [`Data::lazy`] for the file `name` of the open directory `dir`
-    /// (which `path` names too, for messages).
-    pub fn lazy_at(dir: Arc<rustix::fd::OwnedFd>, name: &str, path: PathBuf, size: usize) -> Data {
-        Data(Arc::new(DataInner {
-            path: Some(path),
             at: Some((dir, name.into())),
             size,
             bytes: OnceLock::new(),
@@ -85,12 +72,11 @@ impl Data {
     /// The bytes as a shared buffer.
     pub fn shared(&self) -> &Arc<[u8]> {
         self.0.bytes.get_or_init(|| {
-            let read = match (&self.0.at, &self.0.path) {
-                (Some((dir, name)), _) => crate::chart::load::read_at(dir, name, self.0.size),
-                (None, Some(path)) => crate::chart::load::read_path(path),
-                (None, None) => return Arc::from(&[][..]),
-            };
-            read.unwrap_or_else(|_| Arc::from(&[][..]))
+            self.0
+                .at
+                .as_ref()
+                .and_then(|(dir, name)| crate::chart::load::read_at(dir, name, self.0.size).ok())
+                .unwrap_or_else(|| Arc::from(&[][..]))
         })
     }
 }
@@ -105,7 +91,6 @@ impl std::ops::Deref for Data {
 impl From<Arc<[u8]>> for Data {
     fn from(bytes: Arc<[u8]>) -> Data {
         Data(Arc::new(DataInner {
-            path: None,
             at: None,
             size: bytes.len(),
             bytes: OnceLock::from(bytes),
