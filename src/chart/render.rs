@@ -108,7 +108,7 @@ pub fn render_keeping(
 /// Every template of a chart, parsed or being parsed, in Helm's parse
 /// order, ready for [`render_parsed`].
 pub struct ParsedTemplates {
-    funcs: FuncMap,
+    funcs: Arc<FuncMap>,
     /// (template path, its job in the pool) in `sortTemplates` order.
     files: Vec<(String, usize)>,
     /// The pool parsing them, its workers perhaps still busy.
@@ -238,7 +238,7 @@ pub struct ParsePool {
 }
 
 struct PoolShared {
-    funcs: FuncMap,
+    funcs: Arc<FuncMap>,
     state: Mutex<PoolState>,
     ready: Condvar,
     /// A worker finished a parse the main thread waits for.
@@ -413,7 +413,7 @@ impl ParsePool {
     pub fn new() -> ParsePool {
         ParsePool {
             shared: Arc::new(PoolShared {
-                funcs: helm_func_map(),
+                funcs: Arc::new(helm_func_map()),
                 state: Mutex::new(PoolState::default()),
                 ready: Condvar::new(),
                 finished: Condvar::new(),
@@ -606,7 +606,7 @@ pub fn render_parsed(
     let ParsedTemplates {
         funcs, files, pool, ..
     } = parsed;
-    let mut set = Templates::new(Rc::new(funcs));
+    let mut set = Templates::new(funcs);
     let run = Rc::new(Pipeline::new(pool.shared.clone(), files));
     run.start(&mut set)?;
     let late = run.clone();
@@ -720,7 +720,7 @@ impl Pipeline {
     /// Add every file that may define templates to `set`, in Helm's order,
     /// and have the workers go on with the others from the end.
     fn start(&self, set: &mut Templates) -> Result<(), RenderError> {
-        let mut early: Vec<bool> = self
+        let early: Vec<bool> = self
             .files
             .iter()
             .map(|(_, id)| self.shared.may_define(*id))
@@ -755,7 +755,6 @@ impl Pipeline {
             .collect();
         drop(names);
         for i in named {
-            early[i] = true;
             parsed[i] = Some(self.take(i)?);
         }
         for file in parsed.into_iter().flatten() {

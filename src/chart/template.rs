@@ -115,7 +115,8 @@ fn template_name(text: &str, env: &Env) -> Result<String, TemplateError> {
     if text.is_empty() {
         return Ok(String::new());
     }
-    let mut t = crate::engine::Templates::new(std::rc::Rc::new(crate::engine::FuncMap::standard()));
+    let mut t =
+        crate::engine::Templates::new(std::sync::Arc::new(crate::engine::FuncMap::standard()));
     t.parse("name-template", text)
         .map_err(|e| err(e.to_string()))?;
     t.execute("name-template", &crate::engine::Value::Nil, env)

@@ -69,7 +69,8 @@ const _: fn() = || {
 
 /// One template namespace (Go's `*template.Template` common set).
 pub struct Templates {
-    funcs: Rc<FuncMap>,
+    /// Shared with the threads that parse a chart's files meanwhile.
+    funcs: Arc<FuncMap>,
     trees: TreeMap,
     /// `tpl` texts already parsed: text → trees (or the parse error).
     tpl_cache: RefCell<HashMap<Rc<str>, Rc<TplParse>>>,
@@ -107,7 +108,7 @@ struct Included {
 }
 
 impl Templates {
-    pub fn new(funcs: Rc<FuncMap>) -> Self {
+    pub fn new(funcs: Arc<FuncMap>) -> Self {
         Templates {
             funcs,
             trees: HashMap::new(),
@@ -1442,7 +1443,7 @@ mod byte_string_tests {
     use super::*;
 
     fn render(src: &str) -> Vec<u8> {
-        let mut t = Templates::new(Rc::new(FuncMap::standard()));
+        let mut t = Templates::new(Arc::new(FuncMap::standard()));
         t.parse("t", src).expect("parses");
         t.execute_bytes("t", &Value::Nil, &Env::new())
             .expect("executes")

@@ -85,7 +85,7 @@ fn nindent(_: &Env, a: &[Value]) -> FuncResult {
     )))
 }
 
-fn test_funcs() -> Rc<FuncMap> {
+fn test_funcs() -> std::sync::Arc<FuncMap> {
     let mut m = FuncMap::default();
     super::funcs::builtins::register(&mut m);
     static DEFS: [FuncDef; 6] = [
@@ -129,7 +129,7 @@ fn test_funcs() -> Rc<FuncMap> {
     for d in &DEFS {
         m.insert(d);
     }
-    Rc::new(m)
+    std::sync::Arc::new(m)
 }
 
 fn map_of(pairs: Vec<(&str, Value)>, kind: MapKind) -> Value {
@@ -589,7 +589,7 @@ fn corpus_templates_parse() {
             imp: stub,
         })));
     }
-    let funcs = Rc::new(m);
+    let funcs = std::sync::Arc::new(m);
     let mut files = Vec::new();
     let mut stack = vec![std::path::PathBuf::from(root).join("charts")];
     while let Some(d) = stack.pop() {
@@ -714,7 +714,7 @@ spec:
             variadic: None,
             imp: default,
         });
-        Rc::new(m)
+        std::sync::Arc::new(m)
     };
     let values: serde_json::Value = serde_json::json!({
         "replicas": 3,
