@@ -85,7 +85,7 @@ impl<'a> Obj<'a> {
 
     /// The members by key.
     pub fn iter(&self) -> impl Iterator<Item = (&Cow<'a, str>, &J<'a>)> {
-        self.0.iter().map(|(k, v)| (k, v))
+        self.into_iter()
     }
 
     pub fn keys(&self) -> impl Iterator<Item = &Cow<'a, str>> {
