@@ -4,6 +4,7 @@
 //! `--show-only` filter of `helm template`.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, PoisonError};
 
 use regex::Regex;
@@ -317,11 +318,16 @@ pub struct HeadWorker {
     handle: crate::chart::workers::Pending<PreParsed>,
 }
 
-/// Rendered files waiting for their heads to be parsed.
+/// Rendered files waiting for their heads to be parsed. The worker, out
+/// of files, watches [`HeadQueue::posts`] for a while before it sleeps
+/// (`workers::spin_for_change`): woken for each file it fell behind, and
+/// the renderer waited for the backlog at the end.
 #[derive(Default)]
 struct HeadQueue {
     jobs: Mutex<Jobs>,
     more: Condvar,
+    /// [`Jobs::posts`], readable without the lock.
+    posts: AtomicU64,
 }
 
 #[derive(Default)]
@@ -332,6 +338,10 @@ struct Jobs {
     closed: bool,
     /// The worker has begun: it may hold files it took.
     started: bool,
+    /// Files queued and closings, counted: what the worker watches.
+    posts: u64,
+    /// The worker waits on [`HeadQueue::more`] and must be woken.
+    sleeping: bool,
 }
 
 impl HeadQueue {
@@ -350,8 +360,34 @@ impl HeadQueue {
             if jobs.closed {
                 return None;
             }
-            jobs = self.more.wait(jobs).unwrap_or_else(PoisonError::into_inner);
+            let seen = jobs.posts;
+            drop(jobs);
+            crate::chart::workers::spin_for_change(&self.posts, seen);
+            jobs = self.lock();
+            if jobs.posts == seen {
+                jobs.sleeping = true;
+                jobs = self.more.wait(jobs).unwrap_or_else(PoisonError::into_inner);
+                jobs.sleeping = false;
+            }
         }
+    }
+
+    /// Queue a file (`Some`) or close the queue (`None`), waking the
+    /// worker if it sleeps.
+    fn post(&self, job: Option<(String, String)>) -> bool {
+        let mut jobs = self.lock();
+        match job {
+            Some(job) => jobs.waiting.push_back(job),
+            None => jobs.closed = true,
+        }
+        jobs.posts += 1;
+        self.posts.store(jobs.posts, Ordering::Release);
+        let started = jobs.started;
+        if jobs.sleeping {
+            drop(jobs);
+            self.more.notify_one();
+        }
+        started
     }
 
     /// The most recently queued file still waiting, if any.
@@ -392,9 +428,8 @@ impl HeadWorker {
     /// Hand over one rendered file (its final text, as it will be sorted).
     pub fn send(&self, path: &str, content: &str) {
         if is_manifest_file(path, content) && !path.ends_with("NOTES.txt") {
-            let job = (path.to_string(), content.to_string());
-            self.queue.lock().waiting.push_back(job);
-            self.queue.more.notify_one();
+            self.queue
+                .post(Some((path.to_string(), content.to_string())));
         }
     }
 
@@ -408,12 +443,7 @@ impl HeadWorker {
     /// other work, maybe another render's) is not waited for: this thread
     /// parses everything, and the worker finds the queue closed and empty.
     pub fn finish(self) -> PreParsed {
-        let started = {
-            let mut jobs = self.queue.lock();
-            jobs.closed = true;
-            jobs.started
-        };
-        self.queue.more.notify_one();
+        let started = self.queue.post(None);
         let mut here = PreParsed::default();
         while let Some((path, content)) = self.queue.take_last() {
             here.parse(path, &content);
@@ -800,7 +830,9 @@ mod tests {
 
     /// Heads parsed ahead by the worker give the same result as parsing
     /// them while sorting, including which bad document is reported; a
-    /// file whose text changed after it was sent is parsed again.
+    /// file whose text changed after it was sent is parsed again. Files
+    /// sent one after the other reach the worker while it watches for
+    /// them, files sent after a pause reach it asleep.
     #[test]
     fn heads_parsed_ahead_sort_the_same() {
         let files: BTreeMap<String, String> = [
@@ -813,9 +845,12 @@ mod tests {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-        let ahead = |files: &BTreeMap<String, String>, changed: Option<&str>| {
+        let ahead = |files: &BTreeMap<String, String>, changed: Option<&str>, pause: bool| {
             let w = HeadWorker::start().expect("a worker thread");
             for (path, text) in files {
+                if pause {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
                 let sent = if changed == Some(path.as_str()) {
                     "kind: Other"
                 } else {
@@ -827,19 +862,26 @@ mod tests {
         };
         let direct = sort_manifests(&files).unwrap();
         for changed in [None, Some("c/templates/z.yaml")] {
-            let pre = ahead(&files, changed).unwrap();
-            assert_eq!(pre.manifests, direct.manifests);
-            assert_eq!(pre.hooks, direct.hooks);
-            assert_eq!(pre.warnings, direct.warnings);
+            for pause in [false, true] {
+                let pre = ahead(&files, changed, pause).unwrap();
+                assert_eq!(pre.manifests, direct.manifests);
+                assert_eq!(pre.hooks, direct.hooks);
+                assert_eq!(pre.warnings, direct.warnings);
+            }
         }
         let mut bad = files.clone();
         bad.insert("c/templates/b.yaml".into(), "a: [1\n".into());
         bad.insert("c/templates/y.yaml".into(), "b: {\n".into());
+        for pause in [false, true] {
+            assert_eq!(
+                ahead(&bad, None, pause).unwrap_err(),
+                sort_manifests(&bad).unwrap_err()
+            );
+        }
         assert_eq!(
-            ahead(&bad, None).unwrap_err(),
-            sort_manifests(&bad).unwrap_err()
+            ahead(&bad, None, false).unwrap_err().path,
+            "c/templates/b.yaml"
         );
-        assert_eq!(ahead(&bad, None).unwrap_err().path, "c/templates/b.yaml");
     }
 
     #[test]
