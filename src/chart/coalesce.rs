@@ -295,22 +295,20 @@ fn coalesce_globals(dest: &M, src: &M, prefix: &str, warn: Warn) {
 /// `coalesceValues`: the chart's own defaults under the given values.
 fn coalesce_chart_values(c: &Chart, v: &M, prefix: &str, merge: bool, warn: Warn) {
     let sub_prefix = concat_prefix(prefix, &c.metadata.name);
+    // The chart's values copied (`copystructure.Copy`) into a table nothing
+    // else holds, so its entries are taken rather than copied again.
     let vc = to_m(&c.values);
-    let entries: Vec<(String, V)> = vc
-        .borrow()
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let entries = std::mem::take(&mut *vc.borrow_mut());
     for (key, val) in entries {
-        let cur = v.borrow().get(&key).cloned();
+        let cur = slot(v, &key);
         match cur {
-            Some(V::Leaf(Yaml::Null)) if !merge => {
+            Slot::Null if !merge => {
                 v.borrow_mut().remove(&key);
             }
-            Some(V::Map(dest)) => match &val {
+            Slot::Map(dest) => match val {
                 V::Map(src) => {
                     let merge = c.dependencies.iter().any(|s| s.name() == key) || merge;
-                    coalesce_tables_full_key(
+                    coalesce_tables_from(
                         &dest,
                         src,
                         &concat_prefix(&sub_prefix, &key),
@@ -323,48 +321,80 @@ fn coalesce_chart_values(c: &Chart, v: &M, prefix: &str, merge: bool, warn: Warn
                     "coalesce.go:237: warning: skipped value for {sub_prefix}.{key}: Not a table."
                 )),
             },
-            Some(_) => {}
-            None => {
+            Slot::Null | Slot::Leaf => {}
+            Slot::Absent => {
                 v.borrow_mut().insert(key, val);
             }
         }
     }
 }
 
+/// What a table holds under a key, for the coalescing decisions: a leaf is
+/// not copied to be looked at.
+enum Slot {
+    Absent,
+    Null,
+    Leaf,
+    Map(M),
+}
+
+fn slot(m: &M, key: &str) -> Slot {
+    match m.borrow().get(key) {
+        None => Slot::Absent,
+        Some(V::Leaf(Yaml::Null)) => Slot::Null,
+        Some(V::Leaf(_)) => Slot::Leaf,
+        Some(V::Map(m)) => Slot::Map(m.clone()),
+    }
+}
+
 /// `coalesceTablesFullKey`: merge `src` into `dst` in place.
 pub(crate) fn coalesce_tables_full_key(dst: &M, src: &M, prefix: &str, merge: bool, warn: Warn) {
-    let entries: Vec<(String, V)> = src
-        .borrow()
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    coalesce_tables_from(dst, src.clone(), prefix, merge, warn);
+}
+
+/// [`coalesce_tables_full_key`] with `src` handed over: a table no one
+/// else holds (a chart's defaults, copied for this coalescing) gives up
+/// its entries; a shared one (a `global` table) is copied first, since
+/// changing `dst` may reach it.
+fn coalesce_tables_from(dst: &M, src: M, prefix: &str, merge: bool, warn: Warn) {
+    let entries: Vec<(String, V)> = if Rc::strong_count(&src) == 1 {
+        std::mem::take(&mut *src.borrow_mut()).into_iter().collect()
+    } else {
+        src.borrow()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
     for (key, val) in entries {
-        let fullkey = concat_prefix(prefix, &key);
-        let dv = dst.borrow().get(&key).cloned();
-        match dv {
-            Some(V::Leaf(Yaml::Null)) if !merge => {
+        match slot(dst, &key) {
+            Slot::Null if !merge => {
                 dst.borrow_mut().remove(&key);
             }
-            None => {
+            Slot::Absent => {
                 dst.borrow_mut().insert(key, val);
             }
-            Some(dv) => match (&val, &dv) {
-                (V::Map(vm), V::Map(dm)) => {
-                    if !Rc::ptr_eq(vm, dm) {
-                        coalesce_tables_full_key(dm, vm, &fullkey, merge, warn);
+            Slot::Map(dm) => match val {
+                V::Map(vm) => {
+                    if !Rc::ptr_eq(&vm, &dm) {
+                        coalesce_tables_from(&dm, vm, &concat_prefix(prefix, &key), merge, warn);
                     }
                 }
-                (V::Map(vm), V::Leaf(_)) => warn(&format!(
-                    "coalesce.go:298: warning: cannot overwrite table with non table for {fullkey} ({})",
-                    go_v(&Yaml::Map(from_m(vm)))
+                V::Leaf(Yaml::Null) => {}
+                V::Leaf(l) => warn(&format!(
+                    "coalesce.go:301: warning: destination for {} is a table. Ignoring non-table value ({})",
+                    concat_prefix(prefix, &key),
+                    go_v(&l)
                 )),
-                (V::Leaf(Yaml::Null), _) => {}
-                (V::Leaf(l), V::Map(_)) => warn(&format!(
-                    "coalesce.go:301: warning: destination for {fullkey} is a table. Ignoring non-table value ({})",
-                    go_v(l)
-                )),
-                (V::Leaf(_), V::Leaf(_)) => {}
             },
+            Slot::Null | Slot::Leaf => {
+                if let V::Map(vm) = &val {
+                    warn(&format!(
+                        "coalesce.go:298: warning: cannot overwrite table with non table for {} ({})",
+                        concat_prefix(prefix, &key),
+                        go_v(&Yaml::Map(from_m(vm)))
+                    ));
+                }
+            }
         }
     }
 }
@@ -477,6 +507,26 @@ pub(crate) mod tests {
         assert!(warnings.contains(
             &"coalesce.go:237: warning: skipped value for c2.c: Not a table.".to_string()
         ));
+    }
+
+    /// Expected from helm v3.17.3: chart `c2` with the values below,
+    /// `-f` with the user's, `{{ toJson .Values }}` and the warnings on
+    /// stderr (which helm prints in random order: Go map iteration).
+    #[test]
+    fn tables_and_non_tables_do_not_overwrite_each_other() {
+        let top = chart("c2", "a:\n  b:\n    c: 1\n  d: 5\n  e: null\n", vec![]);
+        let user = y("a:\n  b: 5\n  d:\n    x: 1\n  e:\n    y: 2\n");
+        let mut warnings = Vec::new();
+        let v = coalesce_values(&top, &user, &mut |w: &str| warnings.push(w.to_string())).unwrap();
+        assert_eq!(json(&v), r#"{"a":{"b":5,"d":{"x":1},"e":{"true":2}}}"#);
+        warnings.sort();
+        assert_eq!(
+            warnings,
+            [
+                "coalesce.go:298: warning: cannot overwrite table with non table for c2.a.b (map[c:1])",
+                "coalesce.go:301: warning: destination for c2.a.d is a table. Ignoring non-table value (5)",
+            ]
+        );
     }
 
     #[test]
