@@ -14,11 +14,16 @@
 //! core some 20-40 µs after the spawn, the child running on another; a
 //! child the kernel placed elsewhere in the first place skips the move.
 //!
-//! Still, each start costs the starting thread 60-90 µs (the child's set-up
+//! Still, each start costs the starting thread 60-130 µs (the child's set-up
 //! runs on its core before the move), and a render wants a helper twice:
 //! to parse templates, then to parse manifest heads. So a helper that has
 //! finished its job waits for the next one ([`spawn_detached`]), and only
 //! a job that finds no helper free starts a thread.
+//!
+//! Waking a sleeping thread has the same trouble: it runs 15-25 µs later,
+//! and the kernel often queues it on the waker's busy core. A helper that
+//! runs out of work watches for more for a while before it sleeps
+//! ([`spin_for_change`]).
 
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
