@@ -176,14 +176,14 @@ pub fn merge_values(chart: &Chart, vals: &Mapping, warn: Warn) -> Result<Mapping
 /// `dst` deletes the key.
 pub fn coalesce_tables(dst: &Mapping, src: &Mapping, warn: Warn) -> Mapping {
     let d = to_m(dst);
-    coalesce_tables_full_key(&d, &to_m(src), "", false, warn);
+    coalesce_tables_full_key(&d, to_m(src), "", false, warn);
     into_mapping(d)
 }
 
 /// `MergeTables(dst, src)`: like [`coalesce_tables`], `null`s kept.
 pub fn merge_tables(dst: &Mapping, src: &Mapping, warn: Warn) -> Mapping {
     let d = to_m(dst);
-    coalesce_tables_full_key(&d, &to_m(src), "", true, warn);
+    coalesce_tables_full_key(&d, to_m(src), "", true, warn);
     into_mapping(d)
 }
 
@@ -268,7 +268,7 @@ fn coalesce_globals(dest: &M, src: &M, prefix: &str, warn: Warn) {
                     }
                     Some(V::Map(destvmap)) => {
                         let sub_prefix = concat_prefix(prefix, &key);
-                        coalesce_tables_full_key(&vv, &destvmap, &sub_prefix, true, warn);
+                        coalesce_tables_full_key(&vv, destvmap, &sub_prefix, true, warn);
                         dg.borrow_mut().insert(key, V::Map(vv));
                     }
                     Some(V::Leaf(_)) => {
@@ -308,7 +308,7 @@ fn coalesce_chart_values(c: &Chart, v: &M, prefix: &str, merge: bool, warn: Warn
             Slot::Map(dest) => match val {
                 V::Map(src) => {
                     let merge = c.dependencies.iter().any(|s| s.name() == key) || merge;
-                    coalesce_tables_from(
+                    coalesce_tables_full_key(
                         &dest,
                         src,
                         &concat_prefix(&sub_prefix, &key),
@@ -347,16 +347,11 @@ fn slot(m: &M, key: &str) -> Slot {
     }
 }
 
-/// `coalesceTablesFullKey`: merge `src` into `dst` in place.
-pub(crate) fn coalesce_tables_full_key(dst: &M, src: &M, prefix: &str, merge: bool, warn: Warn) {
-    coalesce_tables_from(dst, src.clone(), prefix, merge, warn);
-}
-
-/// [`coalesce_tables_full_key`] with `src` handed over: a table no one
-/// else holds (a chart's defaults, copied for this coalescing) gives up
-/// its entries; a shared one (a `global` table) is copied first, since
-/// changing `dst` may reach it.
-fn coalesce_tables_from(dst: &M, src: M, prefix: &str, merge: bool, warn: Warn) {
+/// `coalesceTablesFullKey`: merge `src` into `dst` in place. `src` is
+/// handed over: a table no one else holds (a chart's defaults, copied for
+/// this coalescing) gives up its entries; a shared one (a `global` table)
+/// is copied first, since changing `dst` may reach it.
+pub(crate) fn coalesce_tables_full_key(dst: &M, src: M, prefix: &str, merge: bool, warn: Warn) {
     let entries: Vec<(String, V)> = if Rc::strong_count(&src) == 1 {
         std::mem::take(&mut *src.borrow_mut()).into_iter().collect()
     } else {
@@ -376,7 +371,13 @@ fn coalesce_tables_from(dst: &M, src: M, prefix: &str, merge: bool, warn: Warn) 
             Slot::Map(dm) => match val {
                 V::Map(vm) => {
                     if !Rc::ptr_eq(&vm, &dm) {
-                        coalesce_tables_from(&dm, vm, &concat_prefix(prefix, &key), merge, warn);
+                        coalesce_tables_full_key(
+                            &dm,
+                            vm,
+                            &concat_prefix(prefix, &key),
+                            merge,
+                            warn,
+                        );
                     }
                 }
                 V::Leaf(Yaml::Null) => {}

@@ -273,7 +273,7 @@ fn process_import_values(c: &mut Chart, warn: Warn) -> Result<(), ValuesError> {
                             r.name
                         )),
                         Ok(vv) => {
-                            coalesce_tables_full_key(&b, &path_to_map(parent, vv), "", true, warn)
+                            coalesce_tables_full_key(&b, path_to_map(parent, vv), "", true, warn)
                         }
                     }
                 }
@@ -284,7 +284,7 @@ fn process_import_values(c: &mut Chart, warn: Warn) -> Result<(), ValuesError> {
                         Err(e) => warn(&format!(
                             "dependencies.go:286: Warning: ImportValues missing table: {e}"
                         )),
-                        Ok(vm) => coalesce_tables_full_key(&b, &vm, "", true, warn),
+                        Ok(vm) => coalesce_tables_full_key(&b, vm, "", true, warn),
                     }
                 }
                 _ => {}
@@ -300,7 +300,7 @@ fn process_import_values(c: &mut Chart, warn: Warn) -> Result<(), ValuesError> {
         into_mapping(cvals)
     } else {
         let copy = to_m(&from_m(&cvals));
-        coalesce_tables_full_key(&copy, &b, "", true, warn);
+        coalesce_tables_full_key(&copy, b, "", true, warn);
         into_mapping(copy)
     };
     Ok(())

@@ -395,9 +395,7 @@ impl PoolShared {
     }
 
     fn close(&self) {
-        if let Ok(mut st) = self.state.lock() {
-            st.closed = true;
-        }
+        self.lock().closed = true;
         self.ready.notify_all();
     }
 }

@@ -789,10 +789,7 @@ impl<'a, 't> State<'a, 't> {
             Arg::Dot(_) => Ok(dot.clone()),
             Arg::Nil(_) => Err(self.err("nil is not a command".into())),
             Arg::Number(_, n) => self.ideal_constant(n).map(V::val),
-            Arg::Str { text, quoted, .. } => Ok(V::val(string_constant(
-                text,
-                quoted.as_deref().map(|q| &*q.0),
-            ))),
+            Arg::Str { text, quoted, .. } => Ok(V::val(string_constant(text, quoted.as_deref()))),
             _ => Err(self.err(format!(
                 "can't evaluate command {}",
                 gofmt::quote(&first.to_string())
@@ -1237,17 +1234,13 @@ impl<'a, 't> State<'a, 't> {
                 _ => Err(self.err(format!("expected string; found {n}"))),
             },
             Param::RawStr => match n {
-                Arg::Str { text, quoted, .. } => {
-                    Ok(string_constant(text, quoted.as_deref().map(|q| &*q.0)))
-                }
+                Arg::Str { text, quoted, .. } => Ok(string_constant(text, quoted.as_deref())),
                 _ => Err(self.err(format!("expected string; found {n}"))),
             },
             Param::Any => match n {
                 Arg::Bool(_, b) => Ok(Value::Bool(*b)),
                 Arg::Number(_, num) => self.ideal_constant(num),
-                Arg::Str { text, quoted, .. } => {
-                    Ok(string_constant(text, quoted.as_deref().map(|q| &*q.0)))
-                }
+                Arg::Str { text, quoted, .. } => Ok(string_constant(text, quoted.as_deref())),
                 _ => Err(self.err(format!(
                     "can't handle assignment of {n} to empty interface argument"
                 ))),
@@ -1332,7 +1325,8 @@ fn can_be_nil(p: Param) -> bool {
 /// or octal escape of a byte >= 0x80 becomes U+FFFD); Go's constant holds
 /// that byte, so such a constant is decoded again from its quoted form
 /// into a byte string.
-fn string_constant(text: &str, quoted: Option<&str>) -> Value {
+fn string_constant(text: &str, quoted: Option<&ast::Spelling>) -> Value {
+    let quoted = quoted.map(|q| &*q.0);
     let Some(quoted) = quoted.filter(|q| q.starts_with('"') && text.contains('\u{FFFD}')) else {
         return Value::str(text);
     };
