@@ -251,7 +251,7 @@ pub(super) fn render(a: &ReleaseChartArgs, next: release::Next) -> Result<Render
     };
     let mut out = Vec::new();
     let leftovers =
-        template::run_keeping(&settings, &mut out, &mut std::io::stderr().lock()).map_err(cerr)?;
+        template::run_keeping(&settings, &mut out, &mut std::io::stderr()).map_err(cerr)?;
     let notes = leftovers.notes().to_string();
     drop(leftovers);
     let text = String::from_utf8_lossy(&out);

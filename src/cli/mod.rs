@@ -347,9 +347,12 @@ fn run_template(a: TemplateArgs) -> i32 {
         Err(e) => return print_error(&e.to_string()),
     };
     let stdout = std::io::stdout();
-    let stderr = std::io::stderr();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let result = template::run_keeping(&settings, &mut out, &mut stderr.lock());
+    // Warnings go to stderr unlocked between writes: this thread waits for
+    // helper threads during the run, and a helper that panics reports it
+    // on stderr (the panic hook); holding the lock for the whole run
+    // would hang the process there instead of printing the error.
+    let result = template::run_keeping(&settings, &mut out, &mut std::io::stderr());
     let _ = out.flush();
     match result {
         Ok(leftovers) => {
