@@ -352,13 +352,10 @@ fn slot(m: &M, key: &str) -> Slot {
 /// this coalescing) gives up its entries; a shared one (a `global` table)
 /// is copied first, since changing `dst` may reach it.
 pub(crate) fn coalesce_tables_full_key(dst: &M, src: M, prefix: &str, merge: bool, warn: Warn) {
-    let entries: Vec<(String, V)> = if Rc::strong_count(&src) == 1 {
-        std::mem::take(&mut *src.borrow_mut()).into_iter().collect()
+    let entries = if Rc::strong_count(&src) == 1 {
+        std::mem::take(&mut *src.borrow_mut())
     } else {
-        src.borrow()
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
+        src.borrow().clone()
     };
     for (key, val) in entries {
         match slot(dst, &key) {
