@@ -1,6 +1,7 @@
 //! antiopa: a Kubernetes addon operator that renders Helm charts natively
 //! and applies them with server-side apply.
 //!
+//! - [`scan`]: byte searches without run-time CPU detection (a leaf, for engine, yaml and chart).
 //! - [`engine`]: Go `text/template` with Sprig, ported; pure and synchronous.
 //! - [`yaml`]: YAML and JSON exactly as Helm reads and writes them.
 //! - [`chart`]: Helm charts: load, values, render, `helm template` output.
@@ -22,5 +23,6 @@ pub mod engine;
 pub mod hooks;
 pub mod module;
 pub mod release;
+pub mod scan;
 pub mod values;
 pub mod yaml;

@@ -175,7 +175,7 @@ fn split_sep(s: &str) -> Vec<&str> {
     }
     // memmem rather than `str::find`, which sets up a two-way searcher for
     // each call: a rendered file is split once per document.
-    while let Some(off) = memchr::memmem::find(&b[pos..], b"\n---") {
+    while let Some(off) = crate::scan::find(&b[pos..], b"\n---") {
         let nl = pos + off;
         let mut start = nl;
         while start > pos && is_re2_space(b[start - 1]) {

@@ -643,8 +643,8 @@ pub fn render_parsed(
                 return Err(RenderError::Exec(cleanup_exec_error(name, &e.to_string())));
             }
         };
-        let out = if bstr::ByteSlice::contains_str(&out[..], "<no value>") {
-            bstr::ByteSlice::replace(&out[..], "<no value>", "")
+        let out = if crate::scan::find(&out, b"<no value>").is_some() {
+            crate::scan::replace(&out, b"<no value>", b"")
         } else {
             out
         };
@@ -848,7 +848,7 @@ fn queue_key((name, data): &(String, Data)) -> (bool, std::cmp::Reverse<usize>) 
 /// comment does not count.
 fn may_define(text: &[u8]) -> bool {
     [&b"define"[..], b"block"].into_iter().any(|word| {
-        memchr::memmem::find_iter(text, word).any(|at| {
+        crate::scan::find_iter(text, word).any(|at| {
             let before = text[..at].trim_ascii_end();
             before.strip_suffix(b"-").unwrap_or(before).ends_with(b"{{")
         })

@@ -141,7 +141,7 @@ fn is_alnum(r: Option<char>) -> bool {
 fn find_left_delim(s: &str) -> Option<usize> {
     let b = s.as_bytes();
     let mut from = 0;
-    while let Some(i) = memchr::memchr(b'{', &b[from..]) {
+    while let Some(i) = crate::scan::memchr(b'{', &b[from..]) {
         let at = from + i;
         if b.get(at + 1) == Some(&b'{') {
             return Some(at);
@@ -378,7 +378,7 @@ impl<'a> Lexer<'a> {
         self.pos += LEFT_COMMENT.len();
         // Comments are long (license headers): memmem, not `str::find`'s
         // two-way searcher set up for each one.
-        let Some(x) = memchr::memmem::find(self.rest().as_bytes(), RIGHT_COMMENT.as_bytes()) else {
+        let Some(x) = crate::scan::find(self.rest().as_bytes(), RIGHT_COMMENT.as_bytes()) else {
             return self.errorf("unclosed comment".into());
         };
         self.pos += x + RIGHT_COMMENT.len();

@@ -814,7 +814,7 @@ pub fn unquote(s: &str) -> Result<Cow<'_, str>, String> {
     if q != b'"' {
         return Err(bad());
     }
-    if memchr::memchr2(b'\\', b'"', body.as_bytes()).is_none() {
+    if crate::scan::memchr2(b'\\', b'"', body.as_bytes()).is_none() {
         return Ok(Cow::Borrowed(body));
     }
     let mut out = String::with_capacity(body.len());

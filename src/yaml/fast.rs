@@ -16,7 +16,7 @@
 //! runs both on every YAML text of the test data and the corpus, and on
 //! damaged copies of them.
 
-use memchr::{memchr, memchr2, memrchr};
+use crate::scan::{memchr, memchr2, memrchr};
 use saphyr_parser::{Event, ScalarStyle, Span};
 use std::borrow::Cow;
 

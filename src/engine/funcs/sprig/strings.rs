@@ -98,7 +98,9 @@ pub const FUNCS: &[FuncDef] = &[
         ))
     }),
     def("contains", &[RawStr, RawStr], |_, a| {
-        Ok(Value::Bool(arg_bytes(a, 1).contains_str(arg_bytes(a, 0))))
+        Ok(Value::Bool(
+            crate::scan::find(arg_bytes(a, 1), arg_bytes(a, 0)).is_some(),
+        ))
     }),
     def("hasPrefix", &[RawStr, RawStr], |_, a| {
         Ok(Value::Bool(arg_bytes(a, 1).starts_with(arg_bytes(a, 0))))
@@ -590,7 +592,7 @@ fn split_bytes(s: &[u8], sep: &[u8], n: i64) -> Vec<Value> {
     let mut parts: Vec<&[u8]> = if sep.is_empty() {
         go_runes(s).iter().map(|r| &s[r.0..r.1]).collect()
     } else {
-        s.split_str(sep).collect()
+        crate::scan::split(s, sep).collect()
     };
     if n > 0 && parts.len() > n as usize {
         // The last part is the rest of the string.
