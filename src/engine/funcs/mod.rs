@@ -159,7 +159,12 @@ impl Env {
         use rand::SeedableRng;
         self.mark_impure();
         std::cell::RefMut::map(self.rng.borrow_mut(), |r| {
-            r.get_or_insert_with(|| rand_chacha::ChaCha20Rng::from_rng(&mut rand::rng()))
+            // Seeded straight from the OS: `rand::rng()` would first build
+            // and seed a thread generator of its own, probing the CPU again.
+            r.get_or_insert_with(|| {
+                rand_chacha::ChaCha20Rng::try_from_rng(&mut rand::rngs::SysRng)
+                    .unwrap_or_else(|_| rand_chacha::ChaCha20Rng::from_rng(&mut rand::rng()))
+            })
         })
     }
     /// The current time in the local zone (or the fixed time).
