@@ -42,37 +42,64 @@ pub fn memchr2(a: u8, b: u8, haystack: &[u8]) -> Option<usize> {
 
 /// Where `needle` first occurs in `haystack` (an empty needle at 0).
 pub fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // The packed-pair searcher needs a needle of two bytes or more and
-        // a haystack of some minimum length; Rabin-Karp (portable, also
-        // detection-free) takes the rest.
-        if let Some(f) = sse2::packedpair::Finder::new(needle)
-            && haystack.len() >= f.min_haystack_len()
-        {
-            return f.find(haystack, needle);
-        }
-        if let [byte] = needle {
-            return memchr(*byte, haystack);
-        }
-        memchr::arch::all::rabinkarp::Finder::new(needle).find(haystack, needle)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    memchr::memmem::find(haystack, needle)
+    Finder::new(needle).find(haystack)
 }
 
 /// Every non-overlapping occurrence of a non-empty `needle` in `haystack`,
 /// from the start.
 pub fn find_iter<'h>(haystack: &'h [u8], needle: &'h [u8]) -> impl Iterator<Item = usize> + 'h {
+    let finder = Finder::new(needle);
     let mut pos = 0;
     std::iter::from_fn(move || {
         if needle.is_empty() || pos > haystack.len() {
             return None;
         }
-        let at = pos + find(&haystack[pos..], needle)?;
+        let at = pos + finder.find(&haystack[pos..])?;
         pos = at + needle.len();
         Some(at)
     })
+}
+
+/// A substring searcher for one needle, set up once for every search
+/// with it.
+struct Finder<'n> {
+    needle: &'n [u8],
+    /// The packed-pair searcher, for needles of two bytes or more.
+    #[cfg(target_arch = "x86_64")]
+    pair: Option<sse2::packedpair::Finder>,
+    /// For haystacks too short for the packed-pair searcher (it has a
+    /// minimum length). Portable and detection-free.
+    #[cfg(target_arch = "x86_64")]
+    short: memchr::arch::all::rabinkarp::Finder,
+}
+
+impl<'n> Finder<'n> {
+    fn new(needle: &'n [u8]) -> Finder<'n> {
+        Finder {
+            needle,
+            #[cfg(target_arch = "x86_64")]
+            pair: sse2::packedpair::Finder::new(needle),
+            #[cfg(target_arch = "x86_64")]
+            short: memchr::arch::all::rabinkarp::Finder::new(needle),
+        }
+    }
+
+    fn find(&self, haystack: &[u8]) -> Option<usize> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if let Some(f) = &self.pair
+                && haystack.len() >= f.min_haystack_len()
+            {
+                return f.find(haystack, self.needle);
+            }
+            if let [byte] = self.needle {
+                return memchr(*byte, haystack);
+            }
+            self.short.find(haystack, self.needle)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        memchr::memmem::find(haystack, self.needle)
+    }
 }
 
 /// The pieces of `haystack` between the occurrences of a non-empty `sep`,

@@ -176,13 +176,15 @@ fn reserve_arena(bytes: usize) {
 }
 
 /// Template bytes from which a render's buffers are large enough for
-/// [`raise_malloc_thresholds`] to pay: argo-rollouts (1 MB of templates,
-/// 1 MB of output) 12 % faster with it, a small chart ~1 % slower (the
-/// mapping it makes and frees is a page fault and two system calls).
+/// [`prepare_heap`] to pay: argo-rollouts (1 MB of templates, 1 MB of
+/// output) 12 % faster with it, a small chart ~1 % slower (the mapping it
+/// makes and frees is a page fault and two system calls).
 const LARGE_TEMPLATE_BYTES: usize = 256 * 1024;
 
-/// Let glibc keep freed memory for reuse instead of handing it back to the
-/// kernel, as it would after a while on its own.
+/// For a render of `template_bytes` of templates: let glibc keep freed
+/// memory for reuse instead of handing it back to the kernel, as it would
+/// after a while on its own, when the render is large enough for that to
+/// pay ([`LARGE_TEMPLATE_BYTES`]).
 ///
 /// glibc serves requests of 128 KiB or more with fresh `mmap`s and trims a
 /// heap whose free top exceeds 128 KiB; both limits rise (to the size of
@@ -195,8 +197,11 @@ const LARGE_TEMPLATE_BYTES: usize = 256 * 1024;
 /// faults a render, 1,570 with this). Freeing one 1 MiB block (never
 /// touched: address space only) raises both limits for the rest of the
 /// process.
-fn raise_malloc_thresholds() {
+fn prepare_heap(template_bytes: usize) {
     static ONCE: std::sync::Once = std::sync::Once::new();
+    if template_bytes < LARGE_TEMPLATE_BYTES {
+        return;
+    }
     ONCE.call_once(|| {
         let block: Vec<u8> = Vec::with_capacity(1 << 20);
         drop(std::hint::black_box(block));
@@ -458,9 +463,7 @@ impl ParsePool {
     fn start_top(&mut self, chart: &Chart) {
         let files: Vec<(String, Data)> = own_templates(chart, chart.name()).collect();
         let bytes: usize = files.iter().map(|(_, d)| d.size_hint()).sum();
-        if bytes >= LARGE_TEMPLATE_BYTES {
-            raise_malloc_thresholds();
-        }
+        prepare_heap(bytes);
         let threads = if bytes < MIN_PARALLEL_BYTES {
             0
         } else {
@@ -561,9 +564,7 @@ impl ParsePool {
             }
         }
         let bytes: usize = files.iter().map(|(_, d)| d.size_hint()).sum();
-        if bytes >= LARGE_TEMPLATE_BYTES {
-            raise_malloc_thresholds();
-        }
+        prepare_heap(bytes);
         for (pos, id) in new_pos.into_iter().zip(self.push(new_files)) {
             ids[pos] = Some(id);
         }

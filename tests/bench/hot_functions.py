@@ -54,6 +54,9 @@ DEFAULT_CASES = [
     "kube-prometheus-stack-default",
 ]
 
+# The release build the benchmark measures (`cargo static-release`).
+BINARY = "target/x86_64-unknown-linux-gnu/release/antiopa"
+
 ARCHIVES = [
     "/usr/lib/x86_64-linux-gnu/libc.a",
     "/usr/lib/x86_64-linux-gnu/libm-2.36.a",
@@ -64,7 +67,7 @@ ARCHIVES = [
 
 def run_profiles(cases):
     """Profile the release binary on corpus cases; returns the output files."""
-    binary = os.path.join(os.getcwd(), "target/x86_64-unknown-linux-gnu/release/antiopa")
+    binary = os.path.join(os.getcwd(), BINARY)
     corpus = corpus_dir()
     rows = {row["case"]: row for row in read_cases(corpus)}
     out = []
@@ -119,15 +122,14 @@ def selected_variants(members):
     the release binary on this machine: the targets its `IRELATIVE` slots
     hold once start-up has run (gdb stops it at `main`). None if that
     cannot be read."""
-    binary = "target/x86_64-unknown-linux-gnu/release/antiopa"
     try:
-        relocs = subprocess.run(["readelf", "-rW", binary],
+        relocs = subprocess.run(["readelf", "-rW", BINARY],
                                 capture_output=True, text=True, check=True).stdout
         slots = [l.split()[0] for l in relocs.splitlines() if "IRELATIVE" in l]
         cmds = ["set pagination off", "break main", "run --version > /dev/null",
                 "set language c"] + [f"info symbol *(long*)0x{o}" for o in slots]
         out = subprocess.run(["gdb", "-batch", "-nx"] + [a for c in cmds for a in ("-ex", c)]
-                             + [binary], capture_output=True, text=True, check=False).stdout
+                             + [BINARY], capture_output=True, text=True, check=False).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
     targets = re.findall(r"^(\S+)(?: \+ \d+)? in section", out, re.M)
