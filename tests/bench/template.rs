@@ -127,13 +127,13 @@ fn run_timed(cmd: &mut Command, scratch: &Path, watchdog: &Watchdog) -> std::io:
 fn measure(
     tool: &Path,
     case: &CorpusCase,
-    corpus: &Path,
     home: &Path,
     scratch: &Path,
     watchdog: &Watchdog,
 ) -> Result<Sample, String> {
     let run = |cmd: &mut Command| {
-        cmd.current_dir(corpus).args(case.template_args());
+        // No `current_dir`: the harness runs in the corpus (see `main`).
+        cmd.args(case.template_args());
         isolate_env(cmd, home);
         let r = run_timed(cmd, scratch, watchdog)
             .map_err(|e| format!("cannot run {}: {e}", tool.display()))?;
@@ -228,6 +228,30 @@ fn main() {
         .unwrap_or(5)
         .max(1);
     let filter = std::env::var("BENCH_FILTER").unwrap_or_default();
+    // Every run starts in the corpus, so the harness moves there itself rather than give each
+    // `Command` a working directory. With one set, std spawns through `fork` and `exec` here (it
+    // needs glibc's `posix_spawn_file_actions_addchdir_np`, which it looks up with `dlsym`, and a
+    // static binary has nothing to look up), and each timed run then included the harness
+    // copying its own page tables (compat/BENCHMARK.md). Without one std uses `posix_spawn`,
+    // whose child shares the harness's memory until its `exec` (`vfork`), so a run's time is
+    // the tool's own, as `perf stat` counts it. The paths are made absolute first: they may be
+    // relative to where the harness started.
+    let (antiopa, helm) = match (std::path::absolute(&antiopa), std::path::absolute(&helm)) {
+        (Ok(a), Ok(h)) => (a, h),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("bench: {e}");
+            std::process::exit(1);
+        }
+    };
+    let corpus = match std::path::absolute(&corpus)
+        .and_then(|c| std::env::set_current_dir(&c).map(|()| c))
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("bench: cannot enter the corpus {}: {e}", corpus.display());
+            std::process::exit(1);
+        }
+    };
     let watchdog = Watchdog::start();
     let home = match tempfile::tempdir() {
         Ok(h) => h,
@@ -258,7 +282,7 @@ fn main() {
         // Alternate the tools so that machine noise hits both alike.
         'runs: for _ in 0..runs {
             for (i, tool) in [&helm, &antiopa].into_iter().enumerate() {
-                match measure(tool, case, &corpus, home.path(), home.path(), &watchdog) {
+                match measure(tool, case, home.path(), home.path(), &watchdog) {
                     Ok(s) => samples[i].push(s),
                     Err(e) => {
                         failed = Some(e);
