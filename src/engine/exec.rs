@@ -9,6 +9,7 @@
 //! on the former it yields nothing. [`V`] carries that bit next to the value.
 
 use foldhash::{HashMap, HashMapExt};
+use smallvec::{SmallVec, smallvec};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -379,7 +380,7 @@ fn exec_tree(
         tree,
         name: tree.name.clone(),
         src: tree.src.clone(),
-        vars: vec![(ns.base.dollar.clone(), V::val(data.clone()))],
+        vars: smallvec![(ns.base.dollar.clone(), V::val(data.clone()))],
         depth,
         cur: Cur::None,
     };
@@ -466,7 +467,9 @@ struct State<'a, 't> {
     tree: &'t Tree,
     name: Arc<str>,
     src: Arc<Source>,
-    vars: Vec<(Arc<str>, V)>,
+    /// The variables in scope, innermost last; inline for the usual few
+    /// (`$` and a range's), as a template call makes a new stack.
+    vars: SmallVec<[(Arc<str>, V); 4]>,
     depth: usize,
     cur: Cur<'t>,
 }
@@ -586,7 +589,7 @@ impl<'a, 't> State<'a, 't> {
                     tree: &tree,
                     name: tree.name.clone(),
                     src: tree.src.clone(),
-                    vars: vec![(self.ns.base.dollar.clone(), V::val(newdot.clone()))],
+                    vars: smallvec![(self.ns.base.dollar.clone(), V::val(newdot.clone()))],
                     depth: self.depth + 1,
                     cur: Cur::None,
                 };
@@ -985,7 +988,8 @@ impl<'a, 't> State<'a, 't> {
             return Ok(v);
         }
 
-        let mut argv: Vec<Value> = Vec::with_capacity(num_in);
+        // Inline for the usual few arguments: one call is one allocation less.
+        let mut argv: SmallVec<[Value; 4]> = SmallVec::with_capacity(num_in);
         let mut i = 0;
         while i < num_fixed && i < args.len() {
             let p = params.get(i).copied().unwrap_or(Param::Any);
