@@ -1046,6 +1046,15 @@ fn base_name(p: &str) -> &str {
 
 /// Go's `path.Join` for a chart path and a clean relative file name.
 fn path_join(a: &str, b: &str) -> String {
+    // Nearly always both are already clean: one allocation, no segment list.
+    let clean = |s: &str| !s.is_empty() && s.split('/').all(|seg| !matches!(seg, "" | "." | ".."));
+    if clean(a) && clean(b) {
+        let mut out = String::with_capacity(a.len() + 1 + b.len());
+        out.push_str(a);
+        out.push('/');
+        out.push_str(b);
+        return out;
+    }
     let mut parts: Vec<&str> = Vec::new();
     for seg in a.split('/').chain(b.split('/')) {
         match seg {
@@ -1326,6 +1335,22 @@ impl Object for StructObject {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn path_join_is_go_path_join_for_chart_paths() {
+        // The usual case: both clean.
+        assert_eq!(path_join("web", "templates/a.yaml"), "web/templates/a.yaml");
+        assert_eq!(
+            path_join("web/charts/db", "templates"),
+            "web/charts/db/templates"
+        );
+        // Anything else is cleaned as Go's path.Join does.
+        assert_eq!(path_join("web/./charts", "../templates"), "web/templates");
+        assert_eq!(path_join("web//charts", "db/"), "web/charts/db");
+        assert_eq!(path_join("", "templates/x.yaml"), "templates/x.yaml");
+        assert_eq!(path_join("web", ""), "web");
+        assert_eq!(path_join("web", "."), "web");
+    }
 
     #[test]
     fn templates_sort_deepest_first_then_reverse_lexicographic() {
