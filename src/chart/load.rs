@@ -5,6 +5,7 @@
 //! Helm's error texts; subcharts under `charts/` (directories and archives)
 //! load recursively and every chart gets its `full_path`.
 
+use rustix::fs::FileType;
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
@@ -181,12 +182,12 @@ fn walk_top(
     warn: Warn,
     observer: Observer,
 ) -> Result<(), LoadError> {
-    let (dirfd, entries) = read_dir_sorted(top)?;
+    let (dirfd, entries) = read_dir_sorted(top, None)?;
     let dirfd = Arc::new(dirfd);
     let first = peek_chart_name(top).and_then(|name| {
         entries
             .iter()
-            .position(|(n, ft)| n == "templates" && ft.is_dir())
+            .position(|(n, ft)| n == "templates" && *ft == FileType::Directory)
             .map(|i| (name, i))
     });
     let mut plain = Walk {
@@ -235,22 +236,44 @@ fn peek_chart_name(dir: &Path) -> Option<String> {
 /// A directory opened (files are opened relative to it: resolving every
 /// file's whole path again was most of the walk's system time) and its
 /// entries sorted by name, each with the type its entry gives (no stat on
-/// Linux).
+/// Linux). A subdirectory is opened relative to its parent (`within`),
+/// and its entries are read from that one descriptor: `std::fs::read_dir`
+/// would open it a second time by its whole path and allocate a name for
+/// every entry.
 fn read_dir_sorted(
     dir: &Path,
-) -> Result<(rustix::fd::OwnedFd, Vec<(String, std::fs::FileType)>), LoadError> {
-    let rd = std::fs::read_dir(dir).map_err(|e| invalid(format!("{}: {e}", dir.display())))?;
-    let dirfd = rustix::fs::open(
-        dir,
-        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
-        rustix::fs::Mode::empty(),
-    )
-    .map_err(|e| invalid(format!("{}: {}", dir.display(), std::io::Error::from(e))))?;
-    let mut entries: Vec<(String, std::fs::FileType)> = Vec::new();
-    for entry in rd {
-        let entry = entry.map_err(|e| invalid(e.to_string()))?;
-        let ft = entry.file_type().map_err(|e| invalid(e.to_string()))?;
-        entries.push((entry.file_name().to_string_lossy().into_owned(), ft));
+    within: Option<(&rustix::fd::OwnedFd, &str)>,
+) -> Result<(rustix::fd::OwnedFd, Vec<(String, FileType)>), LoadError> {
+    use rustix::fs::{AtFlags, OFlags};
+    let failed =
+        |e: rustix::io::Errno| invalid(format!("{}: {}", dir.display(), std::io::Error::from(e)));
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let dirfd = match within {
+        // Follows a symlink, as `sympath.Walk` does.
+        Some((parent, name)) => rustix::fs::openat(parent, name, flags, rustix::fs::Mode::empty()),
+        None => rustix::fs::open(dir, flags, rustix::fs::Mode::empty()),
+    }
+    .map_err(failed)?;
+    let mut entries: Vec<(String, FileType)> = Vec::new();
+    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 16 * 1024];
+    let mut rd = rustix::fs::RawDir::new(&dirfd, &mut buf);
+    while let Some(entry) = rd.next() {
+        let entry = entry.map_err(failed)?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        let name = String::from_utf8_lossy(name).into_owned();
+        let ft = match entry.file_type() {
+            // A file system that does not say in the entry: ask (not following a link).
+            FileType::Unknown => {
+                rustix::fs::statat(&dirfd, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
+                    .map(|st| FileType::from_raw_mode(st.st_mode))
+                    .map_err(failed)?
+            }
+            ft => ft,
+        };
+        entries.push((name, ft));
     }
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     Ok((dirfd, entries))
@@ -269,9 +292,16 @@ struct Walk<'w> {
 }
 
 impl Walk<'_> {
-    /// Walk `dir` (path `rel` relative to the chart).
-    fn dir(&mut self, dir: &Path, rel: &str) -> Result<(), LoadError> {
-        let (dirfd, entries) = read_dir_sorted(dir)?;
+    /// Walk `dir` (path `rel` relative to the chart), entry `name` of the
+    /// directory open as `parent`.
+    fn dir(
+        &mut self,
+        dir: &Path,
+        parent: &rustix::fd::OwnedFd,
+        name: &str,
+        rel: &str,
+    ) -> Result<(), LoadError> {
+        let (dirfd, entries) = read_dir_sorted(dir, Some((parent, name)))?;
         self.entries(dir, &Arc::new(dirfd), rel, entries)
     }
 
@@ -281,7 +311,7 @@ impl Walk<'_> {
         dir: &Path,
         dirfd: &Arc<rustix::fd::OwnedFd>,
         rel: &str,
-        entries: Vec<(String, std::fs::FileType)>,
+        entries: Vec<(String, FileType)>,
     ) -> Result<(), LoadError> {
         for (name, ft) in entries {
             let full = dir.join(&name);
@@ -292,7 +322,7 @@ impl Walk<'_> {
             };
             // sympath.Walk follows symlinks (and says so): only those need a
             // stat here.
-            let followed = if ft.is_symlink() {
+            let followed = if ft == FileType::Symlink {
                 let resolved = std::fs::canonicalize(&full).map_err(|e| {
                     invalid(format!(
                         "error evaluating symlink {}: {}",
@@ -314,13 +344,13 @@ impl Walk<'_> {
             };
             let (is_dir, is_file) = match &followed {
                 Some(m) => (m.is_dir(), m.is_file()),
-                None => (ft.is_dir(), ft.is_file()),
+                None => (ft == FileType::Directory, ft == FileType::RegularFile),
             };
             if is_dir {
                 if self.rules.ignore(&n, true) {
                     continue;
                 }
-                self.dir(&full, &n)?;
+                self.dir(&full, dirfd, &name, &n)?;
                 continue;
             }
             if self.rules.ignore(&n, false) {
