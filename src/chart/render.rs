@@ -300,6 +300,9 @@ struct PoolState {
     /// The main thread waits for one of them (a finished parse needs no
     /// wake-up call otherwise).
     waiting: bool,
+    /// Jobs below this id have been read, or are being read, by a worker
+    /// ([`PoolShared::work`] reads ahead).
+    read_ahead: usize,
 }
 
 impl PoolShared {
@@ -343,9 +346,23 @@ impl PoolShared {
             let mut st = self.lock();
             st.done.insert(id, parsed);
             st.running -= 1;
+            // Read the files queued since: every file is read once, by the
+            // first thread to need it, and otherwise the main thread reads
+            // those no worker has reached when it starts executing (to see
+            // which may define templates), on the path the render waits on.
+            let ahead = st.jobs[st.read_ahead..]
+                .iter()
+                .map(|(_, d)| d.clone())
+                .collect::<Vec<_>>();
+            st.read_ahead = st.jobs.len();
             if st.waiting {
                 drop(st);
                 self.finished.notify_all();
+            } else {
+                drop(st);
+            }
+            for data in ahead {
+                data.shared();
             }
         }
     }
