@@ -115,16 +115,13 @@ pub const FUNCS: &[FuncDef] = &[
         if any_bstr(a) {
             return indent_bytes(arg_int(a, 0), arg_bytes(a, 1), false);
         }
-        Ok(Value::string(indent(arg_int(a, 0), arg_str(a, 1))?))
+        Ok(Value::string(indent(arg_int(a, 0), arg_str(a, 1), false)?))
     }),
     def("nindent", &[Int, RawStr], |_, a| {
         if any_bstr(a) {
             return indent_bytes(arg_int(a, 0), arg_bytes(a, 1), true);
         }
-        Ok(Value::string(format!(
-            "\n{}",
-            indent(arg_int(a, 0), arg_str(a, 1))?
-        )))
+        Ok(Value::string(indent(arg_int(a, 0), arg_str(a, 1), true)?))
     }),
     def("replace", &[RawStr, RawStr, RawStr], |_, a| {
         if any_bstr(a) {
@@ -608,12 +605,39 @@ fn split_bytes(s: &[u8], sep: &[u8], n: i64) -> Vec<Value> {
     parts.into_iter().map(go_str).collect()
 }
 
-fn indent(spaces: i64, v: &str) -> Result<String, String> {
+/// Sprig's `indent` (and `nindent`, with `leading_newline`): `pad +
+/// strings.Replace(v, "\n", "\n" + pad)`, written once into a string of
+/// its final size (charts indent whole rendered blocks, often several
+/// kilobytes, with `nindent` in most files).
+fn indent(spaces: i64, v: &str, leading_newline: bool) -> Result<String, String> {
     if spaces < 0 {
         return Err("strings: negative Repeat count".into());
     }
-    let pad = " ".repeat(spaces as usize);
-    Ok(format!("{pad}{}", v.replace('\n', &format!("\n{pad}"))))
+    let spaces = spaces as usize;
+    let lines = v.bytes().filter(|&b| b == b'\n').count() + 1;
+    let mut out = String::with_capacity(
+        usize::from(leading_newline) + v.len() + spaces.saturating_mul(lines),
+    );
+    let pad = |out: &mut String| {
+        const SPACES: &str = "                                ";
+        let mut left = spaces;
+        while left > 0 {
+            let n = left.min(SPACES.len());
+            out.push_str(&SPACES[..n]);
+            left -= n;
+        }
+    };
+    if leading_newline {
+        out.push('\n');
+    }
+    for (i, line) in v.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        pad(&mut out);
+        out.push_str(line);
+    }
+    Ok(out)
 }
 
 /// Go's `strings.SplitN` (`n < 0`: all parts; an empty separator splits
@@ -1099,6 +1123,23 @@ pub fn base32_decode(src: &[u8]) -> Result<Vec<u8>, String> {
 mod tests {
     use super::super::testutil::{err, i, l, s, v};
     use super::*;
+
+    #[test]
+    fn indent_is_pad_plus_replace() {
+        for text in ["", "a", "a\nb", "a\n", "\n\nx\n", "ä\n€"] {
+            for n in [0i64, 1, 4, 40] {
+                let pad = " ".repeat(n as usize);
+                let go = format!("{pad}{}", text.replace('\n', &format!("\n{pad}")));
+                assert_eq!(indent(n, text, false).unwrap(), go, "{text:?} {n}");
+                assert_eq!(
+                    indent(n, text, true).unwrap(),
+                    format!("\n{go}"),
+                    "{text:?} {n}"
+                );
+            }
+        }
+        assert!(indent(-1, "x", false).is_err());
+    }
 
     #[test]
     fn case_functions() {
