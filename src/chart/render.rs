@@ -355,11 +355,10 @@ impl PoolShared {
                 .map(|(_, d)| d.clone())
                 .collect::<Vec<_>>();
             st.read_ahead = st.jobs.len();
-            if st.waiting {
-                drop(st);
+            let wake = st.waiting;
+            drop(st);
+            if wake {
                 self.finished.notify_all();
-            } else {
-                drop(st);
             }
             for data in ahead {
                 data.shared();

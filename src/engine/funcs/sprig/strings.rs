@@ -112,16 +112,10 @@ pub const FUNCS: &[FuncDef] = &[
     defv("squote", &[], Any, squote),
     defv("cat", &[], Any, cat),
     def("indent", &[Int, RawStr], |_, a| {
-        if any_bstr(a) {
-            return indent_bytes(arg_int(a, 0), arg_bytes(a, 1), false);
-        }
-        Ok(Value::string(indent(arg_int(a, 0), arg_str(a, 1), false)?))
+        indent(arg_int(a, 0), arg_bytes(a, 1), false).map(Value::from_go_bytes)
     }),
     def("nindent", &[Int, RawStr], |_, a| {
-        if any_bstr(a) {
-            return indent_bytes(arg_int(a, 0), arg_bytes(a, 1), true);
-        }
-        Ok(Value::string(indent(arg_int(a, 0), arg_str(a, 1), true)?))
+        indent(arg_int(a, 0), arg_bytes(a, 1), true).map(Value::from_go_bytes)
     }),
     def("replace", &[RawStr, RawStr, RawStr], |_, a| {
         if any_bstr(a) {
@@ -566,20 +560,6 @@ fn join(_: &Env, a: &[Value]) -> FuncResult {
     Ok(Value::from_go_bytes(parts.join(arg_bytes(a, 0))))
 }
 
-fn indent_bytes(spaces: i64, v: &[u8], leading_newline: bool) -> FuncResult {
-    if spaces < 0 {
-        return Err("strings: negative Repeat count".into());
-    }
-    let pad = " ".repeat(spaces as usize);
-    let mut out = Vec::with_capacity(v.len() + pad.len() + 1);
-    if leading_newline {
-        out.push(b'\n');
-    }
-    out.extend_from_slice(pad.as_bytes());
-    out.extend(v.replace("\n", format!("\n{pad}")));
-    Ok(Value::from_go_bytes(out))
-}
-
 /// Go's `strings.SplitN` over bytes (`n < 0`: all parts; an empty
 /// separator splits into runes, each invalid byte being one).
 fn split_bytes(s: &[u8], sep: &[u8], n: i64) -> Vec<Value> {
@@ -606,36 +586,28 @@ fn split_bytes(s: &[u8], sep: &[u8], n: i64) -> Vec<Value> {
 }
 
 /// Sprig's `indent` (and `nindent`, with `leading_newline`): `pad +
-/// strings.Replace(v, "\n", "\n" + pad)`, written once into a string of
+/// strings.Replace(v, "\n", "\n" + pad)`, written once into a buffer of
 /// its final size (charts indent whole rendered blocks, often several
-/// kilobytes, with `nindent` in most files).
-fn indent(spaces: i64, v: &str, leading_newline: bool) -> Result<String, String> {
+/// kilobytes, with `nindent` in most files). Over bytes, as Go's strings
+/// are: the text may be a `BStr`, and spaces and newlines keep valid UTF-8
+/// valid.
+fn indent(spaces: i64, v: &[u8], leading_newline: bool) -> Result<Vec<u8>, String> {
     if spaces < 0 {
         return Err("strings: negative Repeat count".into());
     }
     let spaces = spaces as usize;
-    let lines = v.bytes().filter(|&b| b == b'\n').count() + 1;
-    let mut out = String::with_capacity(
-        usize::from(leading_newline) + v.len() + spaces.saturating_mul(lines),
-    );
-    let pad = |out: &mut String| {
-        const SPACES: &str = "                                ";
-        let mut left = spaces;
-        while left > 0 {
-            let n = left.min(SPACES.len());
-            out.push_str(&SPACES[..n]);
-            left -= n;
-        }
-    };
+    let lines = v.iter().filter(|&&b| b == b'\n').count() + 1;
+    let mut out =
+        Vec::with_capacity(usize::from(leading_newline) + v.len() + spaces.saturating_mul(lines));
     if leading_newline {
-        out.push('\n');
+        out.push(b'\n');
     }
-    for (i, line) in v.split('\n').enumerate() {
+    for (i, line) in v.split(|&b| b == b'\n').enumerate() {
         if i > 0 {
-            out.push('\n');
+            out.push(b'\n');
         }
-        pad(&mut out);
-        out.push_str(line);
+        out.resize(out.len() + spaces, b' ');
+        out.extend_from_slice(line);
     }
     Ok(out)
 }
@@ -1130,15 +1102,19 @@ mod tests {
             for n in [0i64, 1, 4, 40] {
                 let pad = " ".repeat(n as usize);
                 let go = format!("{pad}{}", text.replace('\n', &format!("\n{pad}")));
-                assert_eq!(indent(n, text, false).unwrap(), go, "{text:?} {n}");
                 assert_eq!(
-                    indent(n, text, true).unwrap(),
-                    format!("\n{go}"),
+                    indent(n, text.as_bytes(), false).unwrap(),
+                    go.as_bytes(),
+                    "{text:?} {n}"
+                );
+                assert_eq!(
+                    indent(n, text.as_bytes(), true).unwrap(),
+                    format!("\n{go}").as_bytes(),
                     "{text:?} {n}"
                 );
             }
         }
-        assert!(indent(-1, "x", false).is_err());
+        assert!(indent(-1, b"x", false).is_err());
     }
 
     #[test]
