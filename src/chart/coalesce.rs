@@ -13,6 +13,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use crate::chart::schema::Schemas;
 use crate::chart::types::Chart;
 use crate::yaml::{Mapping, Yaml};
 
@@ -409,13 +410,19 @@ pub fn render_values(
 ) -> Result<Mapping, ValuesError> {
     let vals = coalesce_values(chart, user_values, warn)?;
     if !skip_schema_validation {
-        crate::chart::schema::validate_against_schema(chart, &vals).map_err(|e| {
-            ValuesError(format!(
-                "values don't meet the specifications of the schema(s) in the following chart(s):\n{e}"
-            ))
-        })?;
+        validate_values(&Schemas::of(chart), &vals)?;
     }
     Ok(vals)
+}
+
+/// The schema half of [`render_values`]: Helm's error for coalesced values
+/// that the charts' schemas reject.
+pub fn validate_values(schemas: &Schemas, vals: &Mapping) -> Result<(), ValuesError> {
+    schemas.validate(vals).map_err(|e| {
+        ValuesError(format!(
+            "values don't meet the specifications of the schema(s) in the following chart(s):\n{e}"
+        ))
+    })
 }
 
 /// The whole values path of `helm template`/`helm install` (v3.17

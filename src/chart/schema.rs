@@ -41,6 +41,7 @@ mod refs;
 mod validate;
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde_json::Value as Json;
 
@@ -52,24 +53,54 @@ use crate::yaml::{Mapping, Yaml};
 /// error is the text Helm puts after "values don't meet the specifications
 /// of the schema(s) in the following chart(s):\n".
 pub fn validate_against_schema(chart: &Chart, values: &Mapping) -> Result<(), String> {
-    let mut sb = String::new();
-    if let Some(schema) = &chart.schema
-        && let Err(e) = validate_against_single_schema(values, schema)
-    {
-        sb.push_str(&format!("{}:\n", chart.name()));
-        sb.push_str(&e);
-    }
-    for sub in &chart.dependencies {
-        let empty = Mapping::new();
-        let sub_values = match values.get(sub.name()) {
-            Some(Yaml::Map(m)) => m,
-            _ => &empty,
-        };
-        if let Err(e) = validate_against_schema(sub, sub_values) {
-            sb.push_str(&e);
+    Schemas::of(chart).validate(values)
+}
+
+/// The schemas of a chart and of its subcharts, apart from the chart, so
+/// that they can be checked on another thread while the chart renders.
+pub struct Schemas {
+    name: String,
+    schema: Option<Arc<[u8]>>,
+    dependencies: Vec<Schemas>,
+}
+
+impl Schemas {
+    pub fn of(chart: &Chart) -> Schemas {
+        Schemas {
+            name: chart.name().to_string(),
+            schema: chart.schema.clone(),
+            dependencies: chart.dependencies.iter().map(Schemas::of).collect(),
         }
     }
-    if sb.is_empty() { Ok(()) } else { Err(sb) }
+
+    /// Bytes of schema text, subcharts' included.
+    pub fn size(&self) -> usize {
+        self.schema.as_ref().map_or(0, |s| s.len())
+            + self.dependencies.iter().map(Schemas::size).sum::<usize>()
+    }
+
+    /// [`validate_against_schema`]: each subchart's schema checks the
+    /// values under its name.
+    pub fn validate(&self, values: &Mapping) -> Result<(), String> {
+        let mut sb = String::new();
+        if let Some(schema) = &self.schema
+            && let Err(e) = validate_against_single_schema(values, schema)
+        {
+            sb.push_str(&format!("{}:\n", self.name));
+            sb.push_str(&e);
+        }
+        for sub in &self.dependencies {
+            let empty = Mapping::new();
+            let sub_values = match values.get(&sub.name) {
+                Some(Yaml::Map(m)) => m,
+                _ => &empty,
+            };
+            if let Err(e) = sub.validate(sub_values) {
+                sb.push_str(&e);
+            }
+        }
+        if sb.is_empty() { Ok(()) } else { Err(sb) }
+    }
 }
 
 /// Values as the JSON Helm gives gojsonschema (through `yaml.Marshal` and

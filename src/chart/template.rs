@@ -9,13 +9,18 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::chart::Chart;
 use crate::chart::capabilities::{Capabilities, KubeVersion};
+use crate::chart::coalesce::ValuesError;
 use crate::chart::manifest::{self, Hook, source_block};
 use crate::chart::render::{self, ReleaseOptions};
+use crate::chart::schema::Schemas;
 use crate::chart::strvals::ValueOptions;
 use crate::engine::Env;
+use crate::yaml::Mapping;
 
 /// Validated settings of one `antiopa template` run. `Default` is helm's
 /// flag defaults apart from `namespace` (empty; every caller names one).
@@ -230,79 +235,37 @@ pub fn run_keeping(
     let mut warn = |line: &str| {
         let _ = writeln!(log, "{line}");
     };
-    // `chartutil.ToRenderValues` (values coalescing and schema validation)
-    // runs while the templates are parsed: the two are independent once the
-    // dependencies are processed (which decides the charts to render). Helm
+    // `chartutil.ToRenderValues` runs while the templates are parsed: the
+    // two are independent once the dependencies are processed (which decides
+    // the charts to render). Its values coalescing is done here before the
+    // render, its schema check (see [`SchemaCheck`]) by the end of it. Helm
     // validates before it parses, so a values error wins over a parse error.
     crate::chart::dependencies::process_dependencies(&mut chart, &user_values, &mut warn)
         .map_err(|e| err(e.to_string()))?;
     // The values are also turned into the templates' `.Values` here, while
     // the other cores parse.
     let (values, parsed) = pool.finish(&chart, values_cost(&chart), || {
-        crate::chart::coalesce::render_values(
-            &chart,
-            &user_values,
-            s.skip_schema_validation,
-            &mut warn,
-        )
-        .map(|v| {
+        crate::chart::coalesce::coalesce_values(&chart, &user_values, &mut warn).map(|v| {
             let top = crate::chart::convert::values_to_value(&v);
             (v, top)
         })
     });
     let (values, top_values) = values.map_err(|e| err(e.to_string()))?;
-    let release = ReleaseOptions {
-        name: name.clone(),
-        namespace: s.namespace.clone(),
-        revision: if s.revision > 0 { s.revision } else { 1 },
-        is_upgrade: s.is_upgrade,
-        is_install: !s.is_upgrade,
-    };
-
-    // action.renderResources
-    if !chart.metadata.kube_version.is_empty()
-        && !crate::chart::dependencies::is_compatible_range(
-            &chart.metadata.kube_version,
-            &caps.kube_version.version,
-        )
-    {
-        return Err(with_debug_hint(format!(
-            "chart requires kubeVersion: {} which is incompatible with Kubernetes {}",
-            chart.metadata.kube_version, caps.kube_version.version
-        )));
+    let values = Arc::new(values);
+    let schema_check = (!s.skip_schema_validation)
+        .then(|| SchemaCheck::start(Schemas::of(&chart), values.clone()));
+    let rendered = render_and_sort(&chart, parsed, top_values, &name, s, &caps);
+    // Helm validates the values before it renders: a schema error wins
+    // over anything rendering did, and then nothing is printed.
+    if let Some(check) = schema_check {
+        check.finish().map_err(|e| err(e.to_string()))?;
     }
-    // Manifest heads are parsed on another core as the files render.
-    let heads = match &parsed {
-        Ok(p) if p.worth_a_thread() => manifest::HeadWorker::start(),
-        _ => None,
-    };
-    let (mut files, state) = parsed
-        .and_then(|p| {
-            render::render_parsed(
-                &chart,
-                p,
-                top_values,
-                &release,
-                &caps,
-                &s.env,
-                &mut |path, text| {
-                    if let Some(h) = &heads {
-                        h.send(path, text);
-                    }
-                },
-            )
-        })
-        .map_err(with_debug_hint)?;
-    // NOTES.txt is rendered (its errors count) but never printed; the top
-    // chart's is kept for a release record.
-    let notes = files
-        .get(&format!("{}/templates/NOTES.txt", chart.name()))
-        .cloned()
-        .unwrap_or_default();
-    files.retain(|k, _| !k.ends_with("NOTES.txt"));
-    check_utf8(&chart, &files)?;
-    let pre = heads.map(manifest::HeadWorker::finish).unwrap_or_default();
-    let sorted = manifest::sort_manifests_with(&files, pre).map_err(with_debug_hint)?;
+    let Rendered {
+        notes,
+        files,
+        sorted,
+        state,
+    } = rendered?;
     for w in &sorted.warnings {
         let _ = writeln!(log, "manifest_sorter.go:190: {w}");
     }
@@ -387,11 +350,171 @@ pub fn run_keeping(
     })
 }
 
-/// The work of [`crate::chart::coalesce::render_values`] on `chart`, as
-/// the bytes of template text that take about as long to parse (a rough
-/// figure from the corpus: a values node costs some 32 template bytes, a
-/// schema byte one), to decide whether a thread should parse templates
-/// while it runs.
+/// Schemas below this many bytes are checked where the values are made:
+/// decoding, compiling and applying one costs some 8 µs a KB, and handing
+/// it to a helper costs the render 20-130 µs (a wake-up, or a thread start
+/// when none is kept).
+const SCHEMA_HELPER_MIN_BYTES: usize = 16 * 1024;
+
+/// `values.schema.json` validation of the coalesced values, Helm's last
+/// step of `ToRenderValues`. A big schema (vault's is 48 KB, bitnami-redis'
+/// 150 KB: a tenth of their runs) is checked on a helper thread while the
+/// templates render; [`SchemaCheck::finish`] gives the verdict before
+/// anything is printed, so a values error still wins over every error
+/// rendering may raise, as in Helm, which validates before it renders.
+/// The price: values a big schema rejects are rendered before the error.
+struct SchemaCheck(Checking);
+
+enum Checking {
+    Done(Result<(), ValuesError>),
+    /// The job, taken by whichever thread comes to it first: the helper,
+    /// or [`SchemaCheck::finish`] when the helper has not begun (it may be
+    /// busy with other work), so that the render never waits for a helper
+    /// only to start.
+    Helper {
+        job: Arc<SchemaJob>,
+        pending: crate::chart::workers::Pending<Option<Result<(), ValuesError>>>,
+    },
+}
+
+struct SchemaJob {
+    taken: AtomicBool,
+    schemas: Schemas,
+    values: Arc<Mapping>,
+}
+
+impl SchemaJob {
+    fn run(&self) -> Option<Result<(), ValuesError>> {
+        (!self.taken.swap(true, Ordering::AcqRel))
+            .then(|| crate::chart::coalesce::validate_values(&self.schemas, &self.values))
+    }
+}
+
+impl SchemaCheck {
+    fn start(schemas: Schemas, values: Arc<Mapping>) -> SchemaCheck {
+        if schemas.size() >= SCHEMA_HELPER_MIN_BYTES && crate::chart::workers::cores() > 1 {
+            let job = Arc::new(SchemaJob {
+                taken: AtomicBool::new(false),
+                schemas,
+                values,
+            });
+            let theirs = job.clone();
+            if let Ok(pending) = crate::chart::workers::spawn_detached_next(move || theirs.run()) {
+                return SchemaCheck(Checking::Helper { job, pending });
+            }
+            return SchemaCheck(Checking::Done(crate::chart::coalesce::validate_values(
+                &job.schemas,
+                &job.values,
+            )));
+        }
+        SchemaCheck(Checking::Done(crate::chart::coalesce::validate_values(
+            &schemas, &values,
+        )))
+    }
+
+    fn finish(self) -> Result<(), ValuesError> {
+        match self.0 {
+            Checking::Done(r) => r,
+            Checking::Helper { job, pending } => match job.run() {
+                Some(r) => r,
+                None => match pending.wait() {
+                    Ok(Some(r)) => r,
+                    Ok(None) => unreachable!("the schema job ran on neither thread"),
+                    // The panic hook has reported it; end as the main thread would.
+                    Err(panic) => std::panic::resume_unwind(panic),
+                },
+            },
+        }
+    }
+}
+
+/// What [`render_and_sort`] hands back.
+struct Rendered {
+    /// The top chart's NOTES.txt, for a release record.
+    notes: String,
+    /// The rendered files, NOTES.txt left out (kept only to be dropped at exit).
+    files: BTreeMap<String, String>,
+    sorted: manifest::Sorted,
+    state: render::RenderState,
+}
+
+/// The parsed templates rendered (Helm's `action.renderResources` after the
+/// values): the kubeVersion check, rendering, and the manifests sorted
+/// into install order.
+fn render_and_sort(
+    chart: &Chart,
+    parsed: Result<render::ParsedTemplates, render::RenderError>,
+    top_values: crate::engine::Value,
+    name: &str,
+    s: &TemplateSettings,
+    caps: &Capabilities,
+) -> Result<Rendered, TemplateError> {
+    let release = ReleaseOptions {
+        name: name.to_string(),
+        namespace: s.namespace.clone(),
+        revision: if s.revision > 0 { s.revision } else { 1 },
+        is_upgrade: s.is_upgrade,
+        is_install: !s.is_upgrade,
+    };
+
+    // action.renderResources
+    if !chart.metadata.kube_version.is_empty()
+        && !crate::chart::dependencies::is_compatible_range(
+            &chart.metadata.kube_version,
+            &caps.kube_version.version,
+        )
+    {
+        return Err(with_debug_hint(format!(
+            "chart requires kubeVersion: {} which is incompatible with Kubernetes {}",
+            chart.metadata.kube_version, caps.kube_version.version
+        )));
+    }
+    // Manifest heads are parsed on another core as the files render.
+    let heads = match &parsed {
+        Ok(p) if p.worth_a_thread() => manifest::HeadWorker::start(),
+        _ => None,
+    };
+    let (mut files, state) = parsed
+        .and_then(|p| {
+            render::render_parsed(
+                chart,
+                p,
+                top_values,
+                &release,
+                caps,
+                &s.env,
+                &mut |path, text| {
+                    if let Some(h) = &heads {
+                        h.send(path, text);
+                    }
+                },
+            )
+        })
+        .map_err(with_debug_hint)?;
+    // NOTES.txt is rendered (its errors count) but never printed; the top
+    // chart's is kept for a release record.
+    let notes = files
+        .get(&format!("{}/templates/NOTES.txt", chart.name()))
+        .cloned()
+        .unwrap_or_default();
+    files.retain(|k, _| !k.ends_with("NOTES.txt"));
+    check_utf8(chart, &files)?;
+    let pre = heads.map(manifest::HeadWorker::finish).unwrap_or_default();
+    let sorted = manifest::sort_manifests_with(&files, pre).map_err(with_debug_hint)?;
+
+    Ok(Rendered {
+        notes,
+        files,
+        sorted,
+        state,
+    })
+}
+
+/// The values work on `chart` (coalescing, then the schema check, which a
+/// helper may take), as the bytes of template text that take about as
+/// long to parse (a rough figure from the corpus: a values node costs some
+/// 32 template bytes, a schema byte one), to decide whether a thread should
+/// parse templates while it runs.
 fn values_cost(chart: &Chart) -> usize {
     fn nodes(y: &crate::yaml::Yaml) -> usize {
         match y {
@@ -1495,6 +1618,73 @@ mod parallel_tests {
                 template(d, true),
                 Err("parse error at (bad/templates/t50.yaml:3): unexpected {{end}}\n\nUse --debug flag to render out invalid YAML".into())
             );
+        }
+    }
+
+    /// The schema check runs beside the render when the schema is big
+    /// (here 28 KB, above [`SCHEMA_HELPER_MIN_BYTES`]) and inline when it
+    /// is small; either way Helm's order holds: a values error wins over a
+    /// `fail` while rendering and over an incompatible kubeVersion, and
+    /// valid values print the render. Texts from helm v3.17.3 on the same
+    /// charts.
+    #[test]
+    fn schema_error_wins_over_render_errors_like_helm() {
+        let values_error = "values don't meet the specifications of the schema(s) in the following chart(s):\nchecked:\n- replicas: Invalid type. Expected: integer, given: string\n";
+        let fail_error = "execution error at (checked/templates/t.yaml:2:3): rendering fails\n\nUse --debug flag to render out invalid YAML";
+        let kube_error = "chart requires kubeVersion: >=9.0.0 which is incompatible with Kubernetes v1.32.0\n\nUse --debug flag to render out invalid YAML";
+        for big in [false, true] {
+            let mut props = vec![r#""replicas": {"type": "integer"}"#.to_string()];
+            if big {
+                props.extend((0..300).map(|i| {
+                    format!(
+                        r#""p{i:03}": {{"type": "string", "description": "{}"}}"#,
+                        "padding ".repeat(6)
+                    )
+                }));
+            }
+            let schema = format!(
+                r#"{{"type": "object", "properties": {{{}}}}}"#,
+                props.join(", ")
+            );
+            assert_eq!(schema.len() >= SCHEMA_HELPER_MIN_BYTES, big);
+            for kube in [false, true] {
+                let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+                let d = dir.path();
+                let kube_line = if kube {
+                    "kubeVersion: \">=9.0.0\"\n"
+                } else {
+                    ""
+                };
+                write(
+                    d,
+                    "Chart.yaml",
+                    &format!("apiVersion: v2\nname: checked\nversion: 0.1.0\n{kube_line}"),
+                );
+                write(d, "values.yaml", "replicas: three\n");
+                write(d, "values.schema.json", &schema);
+                write(
+                    d,
+                    "templates/t.yaml",
+                    "a: 1\n{{ fail \"rendering fails\" }}\n",
+                );
+                assert_eq!(
+                    template(d, false),
+                    Err(values_error.into()),
+                    "big {big}, kube {kube}"
+                );
+                let skipped = if kube { kube_error } else { fail_error };
+                assert_eq!(
+                    template(d, true),
+                    Err(skipped.into()),
+                    "big {big}, kube {kube}"
+                );
+                if !kube {
+                    write(d, "values.yaml", "replicas: 3\n");
+                    write(d, "templates/t.yaml", "a: {{ .Values.replicas }}\n");
+                    let want = "---\n# Source: checked/templates/t.yaml\na: 3\n";
+                    assert_eq!(template(d, false).as_deref(), Ok(want), "big {big}");
+                }
+            }
         }
     }
 }

@@ -133,13 +133,13 @@ struct Helpers {
 struct HelperState {
     jobs: VecDeque<Job>,
     /// Helpers without a job and not yet promised one: each queued job is
-    /// promised to a free helper, or to a busy one for when its job ends
-    /// ([`spawn_detached_next`]), or else a new thread starts for it.
+    /// promised to a free helper, or to the busy ones for when their jobs
+    /// end ([`spawn_detached_next`]), or else a new thread starts for it.
     free: usize,
     /// Helpers running a job.
     busy: usize,
-    /// Jobs promised to busy helpers: a helper whose job ends takes one
-    /// of these before it counts as free.
+    /// Jobs promised to busy helpers (possibly several to one): a helper
+    /// whose job ends takes one of these before it counts as free.
     owed: usize,
 }
 
@@ -178,7 +178,7 @@ impl Helpers {
         let promised = if st.free > 0 {
             st.free -= 1;
             true
-        } else if after_busy && st.busy > st.owed {
+        } else if after_busy && st.busy > 0 {
             st.owed += 1;
             true
         } else {
@@ -243,9 +243,11 @@ where
 }
 
 /// [`spawn_detached`], except that with no helper free but one busy, `f`
-/// waits to run on that one when its job ends rather than starting a
-/// thread: for work that is not urgent while the other cores are busy
-/// anyway (manifest heads while templates are still being parsed).
+/// waits for the busy helpers rather than starting a thread, and runs on
+/// the first to end its job once the jobs queued before `f` are taken:
+/// for work that is not urgent while the other cores are busy anyway
+/// (a schema check and manifest heads while templates are still being
+/// parsed), where another thread would only take turns on the same cores.
 pub(crate) fn spawn_detached_next<T, F>(f: F) -> std::io::Result<Pending<T>>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -372,9 +374,9 @@ mod tests {
         assert!(busy.wait().unwrap());
     }
 
-    /// A job that may wait for a busy helper runs on it once its job ends,
-    /// without a thread of its own; with a helper free it runs there, and
-    /// with none at all it starts one.
+    /// Jobs that may wait for a busy helper run on it once its job ends, in
+    /// the order they were queued, without a thread of their own; with a
+    /// helper free such a job runs there, and with none at all it starts one.
     #[test]
     fn a_job_for_the_next_helper_waits_for_a_busy_one() {
         let (helpers, first) = helpers_with_one(true);
@@ -389,10 +391,28 @@ mod tests {
             .unwrap();
         running.recv().unwrap();
         let next = helpers.run(true, id).unwrap();
-        assert_eq!(helpers.lock().owed, 1);
+        let (order_tx, order) = mpsc::channel();
+        let (tx1, tx2) = (order_tx.clone(), order_tx);
+        let second = helpers
+            .run(true, move || tx1.send((1, id())).unwrap())
+            .unwrap();
+        let third = helpers
+            .run(true, move || tx2.send((2, id())).unwrap())
+            .unwrap();
+        assert_eq!(
+            helpers.lock().owed,
+            3,
+            "all three queued for the one busy helper"
+        );
         release.send(()).unwrap();
         assert!(busy.wait().unwrap());
         assert_eq!(next.wait().unwrap(), first);
+        second.wait().unwrap();
+        third.wait().unwrap();
+        assert_eq!(
+            order.try_iter().collect::<Vec<_>>(),
+            [(1, first), (2, first)]
+        );
         let st = helpers.lock();
         assert_eq!((st.free, st.busy, st.owed), (1, 0, 0));
     }
