@@ -350,11 +350,13 @@ pub fn run_keeping(
     })
 }
 
-/// Schemas below this many bytes are checked where the values are made:
-/// decoding, compiling and applying one costs some 8 µs a KB, and handing
-/// it to a helper costs the render 20-130 µs (a wake-up, or a thread start
-/// when none is kept).
+/// Schemas below this many bytes are checked where the values are made
+/// when no helper thread runs yet: decoding, compiling and applying one
+/// costs some 8 µs a KB, and starting a helper costs the render 60-130 µs.
 const SCHEMA_HELPER_MIN_BYTES: usize = 16 * 1024;
+/// The same with a helper already started (it parses the templates of all
+/// but the smallest charts): handing it the check costs a lock.
+const SCHEMA_HELPER_MIN_BYTES_STARTED: usize = 1024;
 
 /// `values.schema.json` validation of the coalesced values, Helm's last
 /// step of `ToRenderValues`. A big schema (vault's is 48 KB, bitnami-redis'
@@ -392,7 +394,11 @@ impl SchemaJob {
 
 impl SchemaCheck {
     fn start(schemas: Schemas, values: Arc<Mapping>) -> SchemaCheck {
-        if schemas.size() >= SCHEMA_HELPER_MIN_BYTES && crate::chart::workers::cores() > 1 {
+        let size = schemas.size();
+        let worth_it = size >= SCHEMA_HELPER_MIN_BYTES
+            || (size >= SCHEMA_HELPER_MIN_BYTES_STARTED
+                && crate::chart::workers::helpers_started());
+        if worth_it && crate::chart::workers::cores() > 1 {
             let job = Arc::new(SchemaJob {
                 taken: AtomicBool::new(false),
                 schemas,
@@ -1622,8 +1628,8 @@ mod parallel_tests {
     }
 
     /// The schema check runs beside the render when the schema is big
-    /// (here 28 KB, above [`SCHEMA_HELPER_MIN_BYTES`]) and inline when it
-    /// is small; either way Helm's order holds: a values error wins over a
+    /// (here 28 KB, above [`SCHEMA_HELPER_MIN_BYTES`]) and, unless a helper
+    /// already runs, inline when it is small; either way Helm's order holds: a values error wins over a
     /// `fail` while rendering and over an incompatible kubeVersion, and
     /// valid values print the render. Texts from helm v3.17.3 on the same
     /// charts.

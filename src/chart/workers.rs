@@ -242,6 +242,13 @@ where
     Helpers::get().run(false, f)
 }
 
+/// Whether a helper thread has been started: a job handed to one then
+/// costs the caller a lock and a queue entry, not a thread start.
+pub(crate) fn helpers_started() -> bool {
+    let st = Helpers::get().lock();
+    st.busy + st.free > 0
+}
+
 /// [`spawn_detached`], except that with no helper free but one busy, `f`
 /// waits for the busy helpers rather than starting a thread, and runs on
 /// the first to end its job once the jobs queued before `f` are taken:
