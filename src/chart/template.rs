@@ -395,27 +395,26 @@ impl SchemaJob {
 impl SchemaCheck {
     fn start(schemas: Schemas, values: Arc<Mapping>) -> SchemaCheck {
         let size = schemas.size();
-        let worth_it = size >= SCHEMA_HELPER_MIN_BYTES
+        let job = Arc::new(SchemaJob {
+            taken: AtomicBool::new(false),
+            schemas,
+            values,
+        });
+        let worth_a_helper = size >= SCHEMA_HELPER_MIN_BYTES
             || (size >= SCHEMA_HELPER_MIN_BYTES_STARTED
                 && crate::chart::workers::helpers_started());
-        if worth_it && crate::chart::workers::cores() > 1 {
-            let job = Arc::new(SchemaJob {
-                taken: AtomicBool::new(false),
-                schemas,
-                values,
-            });
+        if worth_a_helper && crate::chart::workers::cores() > 1 {
             let theirs = job.clone();
             if let Ok(pending) = crate::chart::workers::spawn_detached_next(move || theirs.run()) {
                 return SchemaCheck(Checking::Helper { job, pending });
             }
-            return SchemaCheck(Checking::Done(crate::chart::coalesce::validate_values(
-                &job.schemas,
-                &job.values,
-            )));
         }
-        SchemaCheck(Checking::Done(crate::chart::coalesce::validate_values(
-            &schemas, &values,
-        )))
+        // Not handed over, or no thread could be started for it (the job
+        // was dropped unrun): checked here, now.
+        match job.run() {
+            Some(r) => SchemaCheck(Checking::Done(r)),
+            None => unreachable!("a schema job not handed over was taken"),
+        }
     }
 
     fn finish(self) -> Result<(), ValuesError> {
