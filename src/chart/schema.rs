@@ -49,13 +49,6 @@ use self::json::J;
 use crate::chart::types::Chart;
 use crate::yaml::{Mapping, Yaml};
 
-/// `ValidateAgainstSchema`: `Ok` when every schema accepts its values; the
-/// error is the text Helm puts after "values don't meet the specifications
-/// of the schema(s) in the following chart(s):\n".
-pub fn validate_against_schema(chart: &Chart, values: &Mapping) -> Result<(), String> {
-    Schemas::of(chart).validate(values)
-}
-
 /// The schemas of a chart and of its subcharts, apart from the chart, so
 /// that they can be checked on another thread while the chart renders.
 pub struct Schemas {
@@ -79,8 +72,10 @@ impl Schemas {
             + self.dependencies.iter().map(Schemas::size).sum::<usize>()
     }
 
-    /// [`validate_against_schema`]: each subchart's schema checks the
-    /// values under its name.
+    /// Helm's `ValidateAgainstSchema`: `Ok` when every schema accepts its
+    /// values (each subchart's those under its name); the error is the text
+    /// Helm puts after "values don't meet the specifications of the
+    /// schema(s) in the following chart(s):\n".
     pub fn validate(&self, values: &Mapping) -> Result<(), String> {
         let mut sb = String::new();
         if let Some(schema) = &self.schema
@@ -259,7 +254,7 @@ mod tests {
             schema: Some(std::sync::Arc::from(&br#"{"required":["a"]}"#[..])),
             ..Default::default()
         };
-        let e = validate_against_schema(&chart, &Mapping::new()).unwrap_err();
+        let e = Schemas::of(&chart).validate(&Mapping::new()).unwrap_err();
         assert_eq!(e, "top:\n- (root): a is required\n");
     }
 
