@@ -40,6 +40,15 @@ pub fn memchr2(a: u8, b: u8, haystack: &[u8]) -> Option<usize> {
     memchr::memchr2(a, b, haystack)
 }
 
+/// The first `a`, `b` or `c` in `haystack`.
+pub fn memchr3(a: u8, b: u8, c: u8, haystack: &[u8]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(s) = sse2::memchr::Three::new(a, b, c) {
+        return s.find(haystack);
+    }
+    memchr::memchr3(a, b, c, haystack)
+}
+
 /// Where `needle` first occurs in `haystack` (an empty needle at 0).
 pub fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     Finder::new(needle).find(haystack)

@@ -445,45 +445,62 @@ impl Walk<'_> {
 
 /// The whole of an open file of `len` bytes (more if it grew since),
 /// without a UTF-8 byte order mark (Helm's loader drops it from every
-/// file), read straight into the shared buffer the chart keeps: one read
-/// for the bytes and one that finds the end. Not `std::fs::read` and
-/// `Arc::from(Vec)`: that copies every byte a second time into a new
-/// allocation (a chart's templates and values are hundreds of kilobytes,
-/// and each fresh page of the copy is a page fault), and `Read::read_to_end`
-/// on a `File` first asks the file's size and position again (two more
-/// system calls per file).
+/// file), read straight into the shared buffer the chart keeps, usually
+/// in one system call. Not `std::fs::read` and `Arc::from(Vec)`: that
+/// copies every byte a second time into a new allocation (a chart's
+/// templates and values are hundreds of kilobytes, and each fresh page of
+/// the copy is a page fault), and `Read::read_to_end` on a `File` first
+/// asks the file's size and position again, and then reads once more to
+/// find the end (three more system calls per file).
 pub(crate) fn read_shared(fd: &rustix::fd::OwnedFd, len: usize) -> std::io::Result<Arc<[u8]>> {
     // A zero-filled slice collected from an exact-size iterator is a
     // single allocation of the final size, which the file is read into.
     let mut buf: Arc<[u8]> = std::iter::repeat_n(0u8, len).collect();
     let mut filled = 0;
+    // Past the buffer, a small probe on the stack: a file that grew still
+    // needs no allocation to be noticed.
+    let mut probe = [0u8; 64];
+    let mut more = 0;
+    let mut at_end = false;
     if let Some(dst) = Arc::get_mut(&mut buf) {
-        while filled < len {
-            match rustix::io::read(fd, &mut dst[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
+        loop {
+            let asked = len - filled + probe.len();
+            let mut iov = [
+                std::io::IoSliceMut::new(&mut dst[filled..]),
+                std::io::IoSliceMut::new(&mut probe),
+            ];
+            match rustix::io::readv(fd, &mut iov) {
+                Ok(0) => {
+                    at_end = true;
+                    break;
+                }
+                Ok(n) => {
+                    let into_buf = n.min(len - filled);
+                    filled += into_buf;
+                    more = n - into_buf;
+                    if filled == len {
+                        // A read of a regular file that stops short of what
+                        // was asked has met the end: the usual file, whose
+                        // size is what was measured, needs no second call
+                        // to find it. A file measured empty (procfs and the
+                        // like) is read on to the end, as is one that filled
+                        // the probe too.
+                        at_end = len > 0 && n < asked;
+                        break;
+                    }
+                }
                 Err(rustix::io::Errno::INTR) => {}
                 Err(e) => return Err(e.into()),
             }
         }
     }
-    // The end: a read into a small buffer on the stack, no allocation for
-    // the file whose size is what `fstat` said.
-    let mut probe = [0u8; 64];
-    let more = loop {
-        match rustix::io::read(fd, &mut probe) {
-            Ok(n) => break n,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-    };
-    if filled == len && more == 0 {
+    if filled == len && more == 0 && at_end {
         return Ok(without_bom(buf));
     }
-    // The file changed size since it was measured.
+    // The file changed size since it was measured, or its end is unknown.
     let mut v = buf[..filled].to_vec();
     v.extend_from_slice(&probe[..more]);
-    if more > 0 {
+    if !at_end {
         read_rest(fd, &mut v)?;
     }
     Ok(without_bom(Arc::from(v)))
@@ -1063,6 +1080,12 @@ mod tests {
         assert_eq!(&*read_shared(&open(), 20).unwrap(), b"0123456789");
         assert_eq!(&*read_shared(&open(), 10).unwrap(), b"0123456789");
         assert_eq!(&*read_shared(&open(), 0).unwrap(), b"0123456789");
+        // Grown past the probe read with the measured bytes.
+        let long: Vec<u8> = (0..200u8).collect();
+        std::fs::write(&p, &long).unwrap();
+        assert_eq!(&*read_shared(&open(), 4).unwrap(), &long[..]);
+        assert_eq!(&*read_shared(&open(), 136).unwrap(), &long[..]);
+        assert_eq!(&*read_shared(&open(), 200).unwrap(), &long[..]);
     }
 
     #[test]

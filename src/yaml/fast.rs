@@ -16,7 +16,7 @@
 //! runs both on every YAML text of the test data and the corpus, and on
 //! damaged copies of them.
 
-use crate::scan::{memchr, memchr2, memrchr};
+use crate::scan::{memchr, memchr2, memchr3, memrchr};
 use saphyr_parser::{Event, ScalarStyle, Span};
 use std::borrow::Cow;
 
@@ -52,6 +52,27 @@ enum Phase {
     StreamEnd,
 }
 
+/// Whether UTF-8 `text` holds a byte order mark or one of YAML 1.1's
+/// line breaks beyond `\n` (NEL, LS, PS). A search for their lead bytes,
+/// not a walk over decoded characters: a values file with a few accented
+/// letters in its comments (vault's) is otherwise decoded whole.
+fn has_bom_or_other_break(text: &[u8]) -> bool {
+    // In UTF-8 these bytes only ever lead a character, so a hit is the
+    // start of one.
+    let mut p = 0;
+    while let Some(i) = memchr3(0xc2, 0xe2, 0xef, &text[p..]) {
+        let rest = &text[p + i..];
+        if ["\u{85}", "\u{2028}", "\u{2029}", "\u{feff}"]
+            .iter()
+            .any(|c| rest.starts_with(c.as_bytes()))
+        {
+            return true;
+        }
+        p += i + 1;
+    }
+    false
+}
+
 /// The longest simple key libyaml accepts (a longer one is an error).
 const MAX_KEY: usize = 1024;
 
@@ -68,9 +89,7 @@ impl<'a> Fast<'a> {
     /// the line breaks YAML 1.1 knows beyond `\n` (NEL, LS, PS).
     pub(crate) fn new(src: &'a str) -> Res<Self> {
         let b = src.as_bytes();
-        if memchr2(b'\t', b'\r', b).is_some()
-            || (!src.is_ascii() && src.contains(['\u{feff}', '\u{85}', '\u{2028}', '\u{2029}']))
-        {
+        if memchr2(b'\t', b'\r', b).is_some() || (!src.is_ascii() && has_bom_or_other_break(b)) {
             return Err(Bail);
         }
         Ok(Fast {
@@ -946,6 +965,9 @@ mod tests {
             "a: multi\n  line\n\n   folded\n  # comment\nb: [ ]\nc: { }\n",
             "- x\n  y\n- k: v\n    w\n",
             "a: |\n  x\n     \n  y\nb: |\n  at the end",
+            // Non-ASCII text whose lead bytes are those of the breaks the
+            // scanner gives up on (U+00A9, U+2014, U+20AC, U+FF21).
+            "# caf\u{e9} \u{a9}\na: \u{2014}\nb: \u{20ac}1\nc: \u{ff21}\n",
         ] {
             fast_same(text);
         }
@@ -968,6 +990,12 @@ mod tests {
             "a: [b,\n  c]\n",
             "%YAML 1.1\n---\na: 1\n",
             "a: \"\\/\"\n",
+            // A byte order mark and YAML 1.1's other line breaks, also
+            // after other non-ASCII text.
+            "\u{feff}a: 1\n",
+            "a: \u{e9}\u{85}b: 1\n",
+            "a: \u{2014} x\u{2028}b: 1\n",
+            "a: \u{20ac}\nb: x\u{2029}y\n",
             // Errors: saphyr words them.
             "a: b: c\n",
             "a: 1\n b: 2\n",
