@@ -15,7 +15,7 @@ use std::rc::Rc;
 
 use base64::Engine as _;
 
-use crate::engine::{Entries, List, ListKind, Map, MapKind, Value};
+use crate::engine::{Entries, Key, List, ListKind, Map, MapKind, Value};
 use crate::yaml::{Mapping, Yaml};
 
 /// A YAML node as a template value; maps are `map[string]interface {}`.
@@ -35,7 +35,7 @@ pub fn yaml_to_value(y: &Yaml) -> Value {
 pub fn mapping_to_value(m: &Mapping, kind: MapKind) -> Value {
     let entries: Entries = m
         .iter()
-        .map(|(k, v)| (Rc::from(k.as_str()), yaml_to_value(v)))
+        .map(|(k, v)| (Key::from(k.as_str()), yaml_to_value(v)))
         .collect();
     Value::Map(Rc::new(Map::new(kind, entries)))
 }

@@ -17,7 +17,7 @@ use base64::Engine as _;
 
 use crate::chart::Data;
 use crate::chart::capabilities::{check_args, str_arg};
-use crate::engine::{Entries, Map, MapKind, Member, Method, Object, Value};
+use crate::engine::{Entries, Key, Map, MapKind, Member, Method, Object, Value};
 use crate::yaml::{Mapping, Yaml};
 
 /// Helm's `engine.files` (`map[string][]byte` with methods).
@@ -125,7 +125,7 @@ impl Files {
         let entries: Entries = self
             .map
             .iter()
-            .map(|(k, v)| (Rc::from(k.as_str()), element(v)))
+            .map(|(k, v)| (Key::from(k.as_str()), element(v)))
             .collect();
         Value::Map(Rc::new(Map::new(MapKind::Any, entries)))
     }
@@ -144,11 +144,7 @@ fn trim_newline(mut s: String) -> String {
 
 /// Go's `path.Base` for the non-empty, slash-separated names charts have.
 fn base_name(p: &str) -> &str {
-    let p = p.trim_end_matches('/');
-    match p.rfind('/') {
-        Some(i) => &p[i + 1..],
-        None => p,
-    }
+    crate::scan::after_last_slash(p.trim_end_matches('/'))
 }
 
 impl Object for Files {

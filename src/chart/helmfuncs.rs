@@ -9,7 +9,7 @@ use std::rc::Rc;
 
 use crate::chart::convert::{value_to_yaml, value_to_yaml_direct, yaml_to_value};
 use crate::engine::funcs::sprig::json;
-use crate::engine::{Entries, Env, FuncDef, FuncMap, FuncResult, Map, MapKind, Param, Value};
+use crate::engine::{Entries, Env, FuncDef, FuncMap, FuncResult, Key, Map, MapKind, Param, Value};
 use crate::yaml::Yaml;
 
 /// Helm wraps `required`/`fail` messages in these markers so that its error
@@ -186,7 +186,7 @@ fn new_map(entries: Entries) -> Value {
 
 fn error_map(msg: String) -> Value {
     let mut e = Entries::new();
-    e.insert(Rc::from("Error"), Value::string(msg));
+    e.insert(Key::from("Error"), Value::string(msg));
     new_map(e)
 }
 
@@ -335,10 +335,10 @@ mod tests {
     fn json_is_go_encoding_json() {
         // helm: toJson (dict "a" "<b>&" "n" 1000000.0) → {"a":"\u003cb\u003e\u0026","n":1000000}
         let mut e = Entries::new();
-        e.insert(Rc::from("a"), Value::str("<b>&"));
-        e.insert(Rc::from("n"), Value::Float(1e6));
-        e.insert(Rc::from("f"), Value::Float(1.5e-7));
-        e.insert(Rc::from("g"), Value::Float(1e21));
+        e.insert(Key::from("a"), Value::str("<b>&"));
+        e.insert(Key::from("n"), Value::Float(1e6));
+        e.insert(Key::from("f"), Value::Float(1.5e-7));
+        e.insert(Key::from("g"), Value::Float(1e21));
         let v = call("toJson", &[new_map(e)]).map(|v| to_string_v(&v));
         assert_eq!(
             v,

@@ -171,7 +171,7 @@ fn base_name(path: &str) -> &str {
     if trimmed.is_empty() {
         "/"
     } else {
-        trimmed.rsplit('/').next().unwrap_or(trimmed)
+        crate::scan::after_last_slash(trimmed)
     }
 }
 

@@ -600,7 +600,7 @@ fn link_target(link: &Path) -> std::path::PathBuf {
 /// render: metadata, values and schema files, templates (also of
 /// subcharts) and packed subcharts.
 fn read_at_load(rel: &str) -> bool {
-    let base = rel.rsplit('/').next().unwrap_or(rel);
+    let base = crate::scan::after_last_slash(rel);
     matches!(
         base,
         "Chart.yaml"
@@ -779,7 +779,7 @@ fn file(name: &str, data: Data) -> File {
 
 /// `chart.hasManifestExtension`: what `Chart.CRDs()` keeps from `crds/`.
 fn has_manifest_extension(name: &str) -> bool {
-    let base = name.rsplit('/').next().unwrap_or(name);
+    let base = crate::scan::after_last_slash(name);
     let ext = match base.rfind('.') {
         Some(i) => &base[i..],
         None => "",
@@ -791,9 +791,9 @@ fn has_manifest_extension(name: &str) -> bool {
 
 /// Go's `filepath.Ext`.
 fn go_ext(name: &str) -> &str {
-    let base_start = name.rfind('/').map(|i| i + 1).unwrap_or(0);
-    match name[base_start..].rfind('.') {
-        Some(i) => &name[base_start + i..],
+    let base = crate::scan::after_last_slash(name);
+    match base.rfind('.') {
+        Some(i) => &base[i..],
         None => "",
     }
 }

@@ -514,7 +514,7 @@ fn kind_cmp(a: &str, b: &str) -> std::cmp::Ordering {
 }
 
 fn base_name(p: &str) -> &str {
-    p.rsplit('/').next().unwrap_or(p)
+    crate::scan::after_last_slash(p)
 }
 
 /// Go's `%q` for the plain strings annotations hold.

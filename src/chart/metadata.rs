@@ -415,7 +415,7 @@ fn go_base(p: &str) -> &str {
     if t.is_empty() {
         return "/";
     }
-    t.rsplit('/').next().unwrap_or(t)
+    crate::scan::after_last_slash(t)
 }
 
 /// Go's `%q` for the strings Helm quotes in messages.

@@ -22,7 +22,7 @@ use crate::chart::helmfuncs::{WARN_END, WARN_START, helm_func_map};
 use crate::chart::workers::{self, cores};
 use crate::chart::{Chart, Data, Metadata};
 use crate::engine::{
-    Entries, Env, FuncMap, Map, MapKind, Member, Object, ParsedFile, Templates, Value,
+    Entries, Env, FuncMap, Key, Map, MapKind, Member, Object, ParsedFile, Templates, Value,
 };
 use crate::yaml::{Mapping, Yaml};
 
@@ -679,8 +679,8 @@ pub fn render_parsed(
         // Helm sets `.Template` in the chart's shared top-level map just
         // before executing each file.
         let mut t = Entries::new();
-        t.insert(Rc::from("Name"), Value::str(name));
-        t.insert(Rc::from("BasePath"), Value::str(&r.base_path));
+        t.insert(Key::from("Name"), Value::str(name));
+        t.insert(Key::from("BasePath"), Value::str(&r.base_path));
         r.vals.insert(
             "Template",
             Value::Map(Rc::new(Map::new(MapKind::Values, t))),
@@ -932,12 +932,12 @@ struct Shared {
 
 fn release_value(r: &ReleaseOptions) -> Value {
     let mut e = Entries::new();
-    e.insert(Rc::from("Name"), Value::str(&r.name));
-    e.insert(Rc::from("Namespace"), Value::str(&r.namespace));
-    e.insert(Rc::from("IsUpgrade"), Value::Bool(r.is_upgrade));
-    e.insert(Rc::from("IsInstall"), Value::Bool(r.is_install));
-    e.insert(Rc::from("Revision"), Value::Int(r.revision));
-    e.insert(Rc::from("Service"), Value::str("Helm"));
+    e.insert(Key::from("Name"), Value::str(&r.name));
+    e.insert(Key::from("Namespace"), Value::str(&r.namespace));
+    e.insert(Key::from("IsUpgrade"), Value::Bool(r.is_upgrade));
+    e.insert(Key::from("IsInstall"), Value::Bool(r.is_install));
+    e.insert(Key::from("Revision"), Value::Int(r.revision));
+    e.insert(Key::from("Service"), Value::str("Helm"));
     Value::map(e)
 }
 
@@ -1052,18 +1052,24 @@ fn values_table(parent_values: &Value, name: &str) -> Value {
 /// Helm's `sortTemplates` order: more path segments first, then reverse
 /// lexicographic order.
 fn template_order(a: &str, b: &str) -> std::cmp::Ordering {
-    let (ca, cb) = (a.matches('/').count(), b.matches('/').count());
+    let slashes = |s: &str| s.bytes().filter(|&c| c == b'/').count();
+    let (ca, cb) = (slashes(a), slashes(b));
     cb.cmp(&ca).then_with(|| b.as_bytes().cmp(a.as_bytes()))
 }
 
 fn base_name(p: &str) -> &str {
-    p.rsplit('/').next().unwrap_or(p)
+    crate::scan::after_last_slash(p)
 }
 
 /// Go's `path.Join` for a chart path and a clean relative file name.
 fn path_join(a: &str, b: &str) -> String {
     // Nearly always both are already clean: one allocation, no segment list.
-    let clean = |s: &str| !s.is_empty() && s.split('/').all(|seg| !matches!(seg, "" | "." | ".."));
+    let clean = |s: &str| {
+        !s.is_empty()
+            && s.as_bytes()
+                .split(|&c| c == b'/')
+                .all(|seg| !matches!(seg, b"" | b"." | b".."))
+    };
     if clean(a) && clean(b) {
         let mut out = String::with_capacity(a.len() + 1 + b.len());
         out.push_str(a);
@@ -1141,9 +1147,9 @@ impl ChartObject {
                     .iter()
                     .map(|x| {
                         let mut e = Entries::new();
-                        e.insert(Rc::from("Name"), Value::str(&x.name));
-                        e.insert(Rc::from("Email"), Value::str(&x.email));
-                        e.insert(Rc::from("URL"), Value::str(&x.url));
+                        e.insert(Key::from("Name"), Value::str(&x.name));
+                        e.insert(Key::from("Email"), Value::str(&x.email));
+                        e.insert(Key::from("URL"), Value::str(&x.url));
                         Value::Object(Rc::new(StructObject {
                             type_name: "*chart.Maintainer",
                             fields: e,
@@ -1161,7 +1167,7 @@ impl ChartObject {
                 let e: Entries = m
                     .annotations
                     .iter()
-                    .map(|(k, v)| (Rc::from(k.as_str()), Value::str(v)))
+                    .map(|(k, v)| (Key::from(k.as_str()), Value::str(v)))
                     .collect();
                 Value::Map(Rc::new(Map::new(MapKind::Str, e)))
             }
@@ -1171,14 +1177,14 @@ impl ChartObject {
                     .iter()
                     .map(|d| {
                         let mut e = Entries::new();
-                        e.insert(Rc::from("Name"), Value::str(&d.name));
-                        e.insert(Rc::from("Version"), Value::str(&d.version));
-                        e.insert(Rc::from("Repository"), Value::str(&d.repository));
-                        e.insert(Rc::from("Condition"), Value::str(&d.condition));
-                        e.insert(Rc::from("Tags"), str_list(&d.tags));
-                        e.insert(Rc::from("Enabled"), Value::Bool(d.enabled));
+                        e.insert(Key::from("Name"), Value::str(&d.name));
+                        e.insert(Key::from("Version"), Value::str(&d.version));
+                        e.insert(Key::from("Repository"), Value::str(&d.repository));
+                        e.insert(Key::from("Condition"), Value::str(&d.condition));
+                        e.insert(Key::from("Tags"), str_list(&d.tags));
+                        e.insert(Key::from("Enabled"), Value::Bool(d.enabled));
                         e.insert(
-                            Rc::from("ImportValues"),
+                            Key::from("ImportValues"),
                             Value::list(
                                 d.import_values
                                     .iter()
@@ -1186,7 +1192,7 @@ impl ChartObject {
                                     .collect(),
                             ),
                         );
-                        e.insert(Rc::from("Alias"), Value::str(&d.alias));
+                        e.insert(Key::from("Alias"), Value::str(&d.alias));
                         Value::Object(Rc::new(StructObject {
                             type_name: "*chart.Dependency",
                             fields: e,
@@ -1440,8 +1446,8 @@ mod tests {
     fn subchart_values_alias_the_parent_table() {
         let inner = Value::empty_map();
         let mut e = Entries::new();
-        e.insert(Rc::from("sub"), inner.clone());
-        e.insert(Rc::from("s"), Value::str("x"));
+        e.insert(Key::from("sub"), inner.clone());
+        e.insert(Key::from("s"), Value::str("x"));
         let top = Value::Map(Rc::new(Map::new(MapKind::Values, e)));
         let got = values_table(&top, "sub");
         let (Value::Map(a), Value::Map(b)) = (&got, &inner) else {

@@ -19,7 +19,7 @@ use super::error::{Error, ErrorData, ErrorKind};
 use super::funcs::{Env, FuncMap, Param};
 use super::gofmt;
 use super::parse;
-use super::value::{ListKind, MapKind, Member, Value, map_changes, new_maps_from_here};
+use super::value::{Key, ListKind, MapKind, Member, Value, map_changes, new_maps_from_here};
 
 /// Helm's `recursionMaxNums`.
 const INCLUDE_MAX: usize = 1000;
@@ -703,13 +703,13 @@ impl<'a, 't> State<'a, 't> {
                 // Go sorts the keys (fmtsort) and reads the values up front,
                 // so mutations by the body do not affect the iteration.
                 let iface = m.kind != MapKind::Str;
-                let entries: Vec<(Rc<str>, Value)> = m
+                let entries: Vec<(Key, Value)> = m
                     .borrow()
                     .iter()
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect();
                 for (k, v) in entries {
-                    iteration(self, Value::Str(k), V { v, iface }, out)?;
+                    iteration(self, Value::Str(k.into()), V { v, iface }, out)?;
                 }
                 return Ok(());
             }

@@ -824,7 +824,13 @@ fn print_arg<S: Sink + ?Sized>(a: &Value, verb: char, f: Flags, out: &mut S) {
                 if k > 0 {
                     out.push(' ');
                 }
-                fmt_string(key.as_bytes(), &Value::Str(key.clone()), verb, f, out);
+                fmt_string(
+                    key.as_bytes(),
+                    &Value::Str(key.clone().into()),
+                    verb,
+                    f,
+                    out,
+                );
                 out.push(':');
                 print_elem(item, verb, f, out);
             }

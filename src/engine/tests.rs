@@ -27,7 +27,7 @@ fn json_to_value(j: &serde_json::Value, top: bool) -> Value {
         serde_json::Value::Object(o) => {
             let e: Entries = o
                 .iter()
-                .map(|(k, v)| (Rc::from(k.as_str()), json_to_value(v, false)))
+                .map(|(k, v)| (super::value::Key::from(k.as_str()), json_to_value(v, false)))
                 .collect();
             Value::Map(Rc::new(Map::new(
                 if top { MapKind::Values } else { MapKind::Any },
@@ -135,7 +135,10 @@ fn test_funcs() -> std::sync::Arc<FuncMap> {
 fn map_of(pairs: Vec<(&str, Value)>, kind: MapKind) -> Value {
     Value::Map(Rc::new(Map::new(
         kind,
-        pairs.into_iter().map(|(k, v)| (Rc::from(k), v)).collect(),
+        pairs
+            .into_iter()
+            .map(|(k, v)| (super::value::Key::from(k), v))
+            .collect(),
     )))
 }
 

@@ -472,7 +472,7 @@ pub fn string_list(items: impl IntoIterator<Item = String>) -> Value {
 pub fn string_map(entries: impl IntoIterator<Item = (String, String)>) -> Value {
     let e = entries
         .into_iter()
-        .map(|(k, v)| (Rc::from(k.as_str()), Value::string(v)))
+        .map(|(k, v)| (crate::engine::Key::from(k), Value::string(v)))
         .collect();
     Value::Map(Rc::new(crate::engine::value::Map::new(MapKind::Str, e)))
 }

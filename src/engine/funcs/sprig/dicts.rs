@@ -116,7 +116,7 @@ fn keys(_: &Env, a: &[Value]) -> FuncResult {
     let mut out = Vec::new();
     for d in a {
         if let Some(m) = as_map(d) {
-            out.extend(m.borrow().keys().map(|k| Value::Str(k.clone())));
+            out.extend(m.borrow().keys().map(|k| Value::Str(k.clone().into())));
         }
     }
     Ok(Value::str_list(out))
@@ -178,7 +178,7 @@ fn is_empty_value(v: &Value) -> bool {
 /// mergo `deepMerge` for two `map[string]interface {}` values.
 pub fn merge_maps(dst: &Map, src: &Map, overwrite: bool) {
     let dst_was_empty = dst.is_empty();
-    let entries: Vec<(Rc<str>, Value)> = src
+    let entries: Vec<(crate::engine::Key, Value)> = src
         .borrow()
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))

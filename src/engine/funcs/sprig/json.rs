@@ -523,7 +523,7 @@ impl Parser<'_> {
             }
             self.ws();
             let v = self.value()?;
-            entries.insert(Rc::from(key.as_str()), v);
+            entries.insert(crate::engine::Key::from(key), v);
             self.ws();
             match self.peek() {
                 Some(b',') => self.pos += 1,

@@ -666,7 +666,7 @@ fn split_map_values(parts: Vec<Value>) -> Value {
     let e = parts
         .into_iter()
         .enumerate()
-        .map(|(i, p)| (std::rc::Rc::from(format!("_{i}").as_str()), p))
+        .map(|(i, p)| (crate::engine::Key::from(format!("_{i}")), p))
         .collect();
     Value::Map(std::rc::Rc::new(crate::engine::value::Map::new(
         crate::engine::value::MapKind::Str,
