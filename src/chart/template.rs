@@ -243,12 +243,16 @@ pub fn run_keeping(
     crate::chart::dependencies::process_dependencies(&mut chart, &user_values, &mut warn)
         .map_err(|e| err(e.to_string()))?;
     // The values are also turned into the templates' `.Values` here, while
-    // the other cores parse.
-    let (values, parsed) = pool.finish(&chart, values_cost(&chart), || {
-        crate::chart::coalesce::coalesce_values(&chart, &user_values, &mut warn).map(|v| {
-            let top = crate::chart::convert::values_to_value(&v);
-            (v, top)
-        })
+    // the other cores parse. Nothing reads the charts' own defaults after
+    // this coalescing: it consumes them rather than copying them.
+    let cost = values_cost(&chart);
+    let defaults = crate::chart::coalesce::take_chart_values(&mut chart);
+    let (values, parsed) = pool.finish(&chart, cost, || {
+        crate::chart::coalesce::coalesce_taken_values(&chart, defaults, &user_values, &mut warn)
+            .map(|v| {
+                let top = crate::chart::convert::values_to_value(&v);
+                (v, top)
+            })
     });
     let (values, top_values) = values.map_err(|e| err(e.to_string()))?;
     let values = Arc::new(values);
