@@ -83,6 +83,16 @@ pub struct ChartValues {
     deps: Vec<ChartValues>,
 }
 
+impl ChartValues {
+    /// A chart's own defaults, its subcharts' left in the chart tree.
+    pub(crate) fn own(values: Mapping) -> ChartValues {
+        ChartValues {
+            values,
+            deps: Vec::new(),
+        }
+    }
+}
+
 /// Move every chart's `values.yaml` out of `chart` (leaving them empty),
 /// for [`coalesce_taken_values`]: the last coalescing of a render need not
 /// copy the defaults (`copystructure.Copy` in Helm) when nothing reads
@@ -254,8 +264,9 @@ pub(crate) fn coalesce(
 }
 
 /// [`coalesce`], taking the charts' defaults from `taken` when given
-/// (moved, not copied from the chart tree).
-fn coalesce_with(
+/// (moved, not copied from the chart tree; a subchart `taken` has none of
+/// is copied as usual).
+pub(crate) fn coalesce_with(
     ch: &Chart,
     taken: Option<ChartValues>,
     dest: &M,

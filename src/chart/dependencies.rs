@@ -247,9 +247,12 @@ fn process_import_values(c: &mut Chart, warn: Warn) -> Result<(), ValuesError> {
         return Ok(());
     }
     // MergeValues(c, nil), kept in the shared model: imported tables are
-    // inserted by reference, as in Go.
+    // inserted by reference, as in Go. The result replaces the chart's own
+    // values below, so they are moved into it rather than copied (its
+    // subcharts' are copied: they are coalesced again for the render).
     let cvals = new_m();
-    coalesce::coalesce(c, &cvals, "", true, warn)?;
+    let own = coalesce::ChartValues::own(std::mem::take(&mut c.values));
+    coalesce::coalesce_with(c, Some(own), &cvals, "", true, warn)?;
     let b = new_m();
     for r in &mut c.metadata.dependencies {
         let mut outiv = Vec::new();
