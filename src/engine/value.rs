@@ -131,6 +131,7 @@ impl fmt::Debug for Key {
         fmt::Debug::fmt(&*self.0, f)
     }
 }
+
 /// The entries of a map, ordered bytewise by key as Go's `range` and `%v` are.
 pub type Entries = BTreeMap<Key, Value>;
 
@@ -257,7 +258,7 @@ impl Map {
         self.borrow_mut().insert(key.into(), value);
     }
     pub fn remove(&self, key: &str) -> Option<Value> {
-        self.borrow_mut().remove(key)
+        self.borrow_mut().remove(KeyStr::ref_cast(key))
     }
     pub fn len(&self) -> usize {
         self.entries.borrow().len()
@@ -266,7 +267,7 @@ impl Map {
         self.entries.borrow().is_empty()
     }
     pub fn contains_key(&self, key: &str) -> bool {
-        self.entries.borrow().contains_key(key)
+        self.entries.borrow().contains_key(KeyStr::ref_cast(key))
     }
 }
 
@@ -591,5 +592,56 @@ mod go_string_tests {
         assert_eq!(b.type_name(), "string");
         assert_eq!(b.go_bytes(), Some(&b"\xff"[..]));
         assert!(b.truthy());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Keys order bytewise, as Go sorts map keys for `range` and `%v`
+    /// (which is `str`'s order too), and a `&str` finds its key.
+    #[test]
+    fn keys_order_bytewise_and_are_found_by_str() {
+        let words = [
+            "",
+            "a",
+            "A",
+            "ab",
+            "aB",
+            "abc",
+            "b",
+            "é",
+            "e",
+            "zz",
+            "z",
+            "_x",
+            "10",
+            "9",
+            "a\u{0}",
+            "ü",
+            "\u{7f}",
+            "controller",
+            "controllerX",
+            "control",
+        ];
+        let mut by_key: Vec<Key> = words.iter().map(|w| Key::from(*w)).collect();
+        by_key.sort();
+        let mut by_str = words.to_vec();
+        by_str.sort();
+        assert_eq!(by_key.iter().map(|k| &**k).collect::<Vec<_>>(), by_str);
+        let m = Map::new(
+            MapKind::Any,
+            words
+                .iter()
+                .map(|w| (Key::from(*w), Value::str(w)))
+                .collect(),
+        );
+        for w in words {
+            assert!(matches!(m.get(w), Some(Value::Str(s)) if &*s == w), "{w:?}");
+            assert!(m.contains_key(w));
+        }
+        assert!(m.get("abd").is_none() && m.get("controlle").is_none());
+        assert!(m.remove("ab").is_some() && !m.contains_key("ab"));
     }
 }
