@@ -119,8 +119,20 @@ pub fn coalesce_taken_values(
     vals: &Mapping,
     warn: Warn,
 ) -> Result<Mapping, ValuesError> {
+    coalesce_over(chart, Some(taken), vals, false, warn)
+}
+
+/// `vals` over the defaults of `chart` (taken from `taken` when given),
+/// as a new mapping: the body of every public coalescing of a chart.
+fn coalesce_over(
+    chart: &Chart,
+    taken: Option<ChartValues>,
+    vals: &Mapping,
+    merge: bool,
+    warn: Warn,
+) -> Result<Mapping, ValuesError> {
     let dest = to_m(vals);
-    coalesce_with(chart, Some(taken), &dest, "", false, warn)?;
+    coalesce_with(chart, taken, &dest, "", merge, warn)?;
     Ok(into_mapping(dest))
 }
 
@@ -226,16 +238,12 @@ fn go_t(v: &V) -> String {
 /// `CoalesceValues`: user values over the chart's defaults over its
 /// subcharts' defaults; `null` user values delete keys.
 pub fn coalesce_values(chart: &Chart, vals: &Mapping, warn: Warn) -> Result<Mapping, ValuesError> {
-    let dest = to_m(vals);
-    coalesce(chart, &dest, "", false, warn)?;
-    Ok(into_mapping(dest))
+    coalesce_over(chart, None, vals, false, warn)
 }
 
 /// `MergeValues`: like [`coalesce_values`] but `null`s are kept.
 pub fn merge_values(chart: &Chart, vals: &Mapping, warn: Warn) -> Result<Mapping, ValuesError> {
-    let dest = to_m(vals);
-    coalesce(chart, &dest, "", true, warn)?;
-    Ok(into_mapping(dest))
+    coalesce_over(chart, None, vals, true, warn)
 }
 
 /// `CoalesceTables(dst, src)`: `src` fills what `dst` lacks; a `null` in
@@ -253,19 +261,9 @@ pub fn merge_tables(dst: &Mapping, src: &Mapping, warn: Warn) -> Mapping {
     into_mapping(d)
 }
 
-pub(crate) fn coalesce(
-    ch: &Chart,
-    dest: &M,
-    prefix: &str,
-    merge: bool,
-    warn: Warn,
-) -> Result<(), ValuesError> {
-    coalesce_with(ch, None, dest, prefix, merge, warn)
-}
-
-/// [`coalesce`], taking the charts' defaults from `taken` when given
-/// (moved, not copied from the chart tree; a subchart `taken` has none of
-/// is copied as usual).
+/// Helm's `coalesce`: the defaults of `ch` and its subcharts into `dest`,
+/// taken from `taken` when given (moved, not copied from the chart tree; a
+/// subchart `taken` has none of is copied as usual).
 pub(crate) fn coalesce_with(
     ch: &Chart,
     taken: Option<ChartValues>,

@@ -9,6 +9,7 @@ use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, PoisonError};
 
 use regex::Regex;
 
+use crate::scan::after_last_slash;
 use crate::yaml::{Keep, Mapping, Yaml};
 
 /// Helm's `releaseutil.InstallOrder`; kinds not listed sort last,
@@ -214,7 +215,7 @@ pub fn sort_manifests(files: &BTreeMap<String, String>) -> Result<Sorted, Manife
 /// Whether `sort_manifests` looks at a rendered file: partials and blank
 /// files are skipped.
 fn is_manifest_file(path: &str, content: &str) -> bool {
-    !base_name(path).starts_with('_') && !go_trim_space(content).is_empty()
+    !after_last_slash(path).starts_with('_') && !go_trim_space(content).is_empty()
 }
 
 /// [`sort_manifests`], taking the heads of files a [`HeadWorker`] has
@@ -511,10 +512,6 @@ fn kind_cmp(a: &str, b: &str) -> std::cmp::Ordering {
         (None, Some(_)) => std::cmp::Ordering::Greater,
         (None, None) => a.cmp(b),
     }
-}
-
-fn base_name(p: &str) -> &str {
-    crate::scan::after_last_slash(p)
 }
 
 /// Go's `%q` for the plain strings annotations hold.

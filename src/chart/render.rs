@@ -24,6 +24,7 @@ use crate::chart::{Chart, Data, Metadata};
 use crate::engine::{
     Entries, Env, FuncMap, Key, Map, MapKind, Member, Object, ParsedFile, Templates, Value,
 };
+use crate::scan::after_last_slash;
 use crate::yaml::{Mapping, Yaml};
 
 /// Helm's `chartutil.ReleaseOptions` (revision is always 1 for `template`).
@@ -667,7 +668,7 @@ pub fn render_parsed(
     let mut rendered = BTreeMap::new();
     let mut not_utf8: Option<String> = None;
     for (i, (name, _)) in run.files.iter().enumerate() {
-        if base_name(name).starts_with('_') {
+        if after_last_slash(name).starts_with('_') {
             continue;
         }
         let Some(r) = templates.get(name) else {
@@ -888,7 +889,7 @@ impl Pipeline {
 /// file taken last would leave the other threads idle meanwhile).
 fn queue_key((name, data): &(String, Data)) -> (bool, std::cmp::Reverse<usize>) {
     (
-        !base_name(name).starts_with('_'),
+        !after_last_slash(name).starts_with('_'),
         std::cmp::Reverse(data.size_hint()),
     )
 }
@@ -1022,7 +1023,7 @@ fn own_templates<'c>(
     chart
         .templates
         .iter()
-        .filter(move |t| !library || base_name(&t.name).starts_with('_'))
+        .filter(move |t| !library || after_last_slash(&t.name).starts_with('_'))
         .map(move |t| (path_join(&full_path, &t.name), t.data.clone()))
 }
 
@@ -1055,10 +1056,6 @@ fn template_order(a: &str, b: &str) -> std::cmp::Ordering {
     let slashes = |s: &str| s.bytes().filter(|&c| c == b'/').count();
     let (ca, cb) = (slashes(a), slashes(b));
     cb.cmp(&ca).then_with(|| b.as_bytes().cmp(a.as_bytes()))
-}
-
-fn base_name(p: &str) -> &str {
-    crate::scan::after_last_slash(p)
 }
 
 /// Go's `path.Join` for a chart path and a clean relative file name.

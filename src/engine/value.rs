@@ -84,12 +84,6 @@ impl std::ops::Deref for Key {
     }
 }
 
-impl AsRef<str> for Key {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
-
 impl From<&str> for Key {
     fn from(s: &str) -> Key {
         Key(Rc::from(s))
@@ -99,12 +93,6 @@ impl From<&str> for Key {
 impl From<String> for Key {
     fn from(s: String) -> Key {
         Key(Rc::from(s))
-    }
-}
-
-impl From<&String> for Key {
-    fn from(s: &String) -> Key {
-        Key(Rc::from(s.as_str()))
     }
 }
 
