@@ -8,13 +8,15 @@
 
 pub mod hooks;
 pub mod objects;
+pub mod ownership;
 pub mod run;
 
 pub use crate::cluster::Resolved;
 pub use hooks::{HookError, HookResult, HookRun, run_hooks};
 
 pub use objects::{Doc, Key, Object, ObjectError, Rendered, decode, split_rendered};
+pub use ownership::{Owner, Ownership};
 pub use run::{
-    ApplyError, ApplyOptions, ApplyReport, Conflict, FIELD_MANAGER, LiveChange, Outcome, Plan,
-    Progress, apply, delete_all, execute, live_diff, plan,
+    ApplyError, ApplyOptions, ApplyReport, Conflict, Deleted, FIELD_MANAGER, LiveChange, Outcome,
+    Plan, Progress, apply, delete_all, execute, live_diff, plan,
 };

@@ -15,6 +15,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams
 use serde_json::Value as Json;
 
 use super::objects::{Key, Object, to_yaml};
+use super::ownership::{self, Owner, Ownership, Refused};
 use crate::cluster::{
     Cluster, Resolved, error_text, is_not_found, is_transient, split_api_version,
 };
@@ -38,6 +39,11 @@ pub struct ApplyOptions {
     /// `--force-conflicts`: `helm`, so a release helm installed (its objects
     /// written with Update operations as manager `helm`) can be upgraded.
     pub adopt_from: Vec<String>,
+    /// The release the objects belong to: objects stamped for it
+    /// ([`ownership::stamp`]) that exist already are checked before any
+    /// write, and prune never deletes another release's objects. `None`:
+    /// no ownership rules (a bare apply of objects).
+    pub owner: Option<Owner>,
 }
 
 impl ApplyOptions {
@@ -49,6 +55,7 @@ impl ApplyOptions {
             dry_run: false,
             crd_timeout: Duration::from_secs(60),
             adopt_from: vec!["helm".to_string()],
+            owner: None,
         }
     }
 }
@@ -94,6 +101,9 @@ pub struct ApplyReport {
     pub pruned: Vec<Key>,
     /// Objects that would have been pruned but carry `resource-policy: keep`.
     pub kept: Vec<Key>,
+    /// Objects that would have been pruned but belong to another release or
+    /// tool now, with why: left alone.
+    pub foreign: Vec<(Key, String)>,
 }
 
 impl ApplyReport {
@@ -149,6 +159,12 @@ pub enum ApplyError {
     },
     #[error("{}", conflicts_text(.0))]
     Conflicts(Vec<Conflict>),
+    /// Objects that exist and are not this release's (see [`ownership`]).
+    #[error("{}", ownership::refused_text(*.upgrade, .refused))]
+    Ownership {
+        upgrade: bool,
+        refused: Vec<Refused>,
+    },
     #[error("{step} {key}: {}", crate::cluster::error_text(.source))]
     Api {
         step: &'static str,
@@ -211,6 +227,9 @@ pub struct PruneCandidate {
     pub object: Object,
     pub resolved: Resolved,
     pub keep: bool,
+    /// The live object belongs to another release or tool (why): never
+    /// deleted.
+    pub foreign: Option<String>,
 }
 
 /// The dry-run view of an apply.
@@ -436,6 +455,10 @@ pub async fn plan(
     super::objects::sort_install(&mut objects);
     let items = resolve_all(cluster, objects, &opts.namespace).await?;
     let live = read_live(cluster, &items).await?;
+    let adopted = match &opts.owner {
+        Some(owner) => check_ownership(owner, &items, &live, &previous, &opts.namespace)?,
+        None => HashSet::new(),
+    };
     let mut planned = Vec::new();
     let mut conflicts = Vec::new();
     for (o, r, pending) in items {
@@ -448,7 +471,8 @@ pub async fn plan(
             live: live_obj,
             would_be: None,
             outcome: Outcome::Created,
-            force: opts.force_conflicts,
+            // Adopting an object takes its fields over from whoever made it.
+            force: opts.force_conflicts || adopted.contains(&key),
         };
         if !pending {
             let api = api_for(cluster, &p.resolved, p.object.namespace.as_deref());
@@ -498,11 +522,69 @@ pub async fn plan(
     if !conflicts.is_empty() {
         return Err(ApplyError::Conflicts(conflicts));
     }
-    let prune = prune_candidates(cluster, &planned, previous, &opts.namespace).await?;
+    let prune = prune_candidates(
+        cluster,
+        &planned,
+        previous,
+        &opts.namespace,
+        opts.owner.as_ref(),
+    )
+    .await?;
     Ok(Plan {
         objects: planned,
         prune,
     })
+}
+
+/// Whether `prev` (an object of the release's record, its namespace as
+/// written) is the object `k` names; a record's object without a namespace
+/// landed in the release namespace, or is cluster-scoped.
+fn same_as_recorded(prev: &Object, k: &Key, namespace: &str) -> bool {
+    let ns = match prev.namespace.as_deref() {
+        Some(ns) => ns,
+        None if k.namespace.is_empty() => "",
+        None => namespace,
+    };
+    prev.group() == k.group && prev.kind == k.kind && prev.name == k.name && ns == k.namespace
+}
+
+/// Helm's ownership check, before any write: every object stamped for
+/// `owner` that exists already must be the release's (see [`ownership`]).
+/// Returns the objects adopted (`take_ownership`).
+fn check_ownership(
+    owner: &Owner,
+    items: &[(Object, Resolved, bool)],
+    live: &HashMap<Key, Json>,
+    previous: &[Object],
+    namespace: &str,
+) -> Result<HashSet<Key>, ApplyError> {
+    let mut refused = Vec::new();
+    let mut adopted = HashSet::new();
+    for (o, _, _) in items {
+        if !owner.stamped(o) {
+            continue;
+        }
+        let key = o.key();
+        let Some(l) = live.get(&key) else { continue };
+        let in_previous = previous
+            .iter()
+            .any(|p| same_as_recorded(p, &key, namespace));
+        match ownership::classify(l, owner, in_previous) {
+            Ownership::Ours => {}
+            Ownership::Unowned(_) if owner.take_ownership => {
+                adopted.insert(key);
+            }
+            o => refused.push(Refused { key, ownership: o }),
+        }
+    }
+    if refused.is_empty() {
+        Ok(adopted)
+    } else {
+        Err(ApplyError::Ownership {
+            upgrade: owner.upgrade,
+            refused,
+        })
+    }
 }
 
 async fn prune_candidates(
@@ -510,6 +592,7 @@ async fn prune_candidates(
     planned: &[Planned],
     previous: Vec<Object>,
     namespace: &str,
+    owner: Option<&Owner>,
 ) -> Result<Vec<PruneCandidate>, ApplyError> {
     let wanted: HashSet<Key> = planned.iter().map(|p| p.key()).collect();
     let mut seen = HashSet::new();
@@ -538,7 +621,25 @@ async fn prune_candidates(
             object: o,
             resolved,
             keep,
+            foreign: None,
         });
+    }
+    // Another release (or tool) may have taken an object over since this
+    // release wrote it: one LIST per kind and namespace tells.
+    if let Some(owner) = owner {
+        let items: Vec<(Object, Resolved, bool)> = out
+            .iter()
+            .filter(|c| !c.keep)
+            .map(|c| (c.object.clone(), c.resolved.clone(), false))
+            .collect();
+        let live = read_live(cluster, &items).await?;
+        for c in &mut out {
+            if let Some(l) = live.get(&c.object.key())
+                && let Ownership::Foreign(why) = ownership::classify(l, owner, true)
+            {
+                c.foreign = Some(why);
+            }
+        }
     }
     // Reverse install order.
     out.sort_by_key(|c| c.object.order());
@@ -695,6 +796,10 @@ pub async fn execute(
             report.kept.push(key);
             continue;
         }
+        if let Some(why) = c.foreign {
+            report.foreign.push((key, why));
+            continue;
+        }
         if !opts.dry_run {
             delete(cluster, &c.resolved, &c.object).await?;
         }
@@ -787,33 +892,49 @@ pub async fn apply(
     execute(cluster, plan, opts, progress).await
 }
 
-/// Delete objects (uninstall): reverse install order, `keep` respected.
-/// Returns the deleted and the kept keys.
+/// What [`delete_all`] did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Deleted {
+    pub deleted: Vec<Key>,
+    /// `helm.sh/resource-policy: keep`.
+    pub kept: Vec<Key>,
+    /// Another release's or tool's now, with why: left alone.
+    pub foreign: Vec<(Key, String)>,
+}
+
+/// Delete objects (uninstall): reverse install order, `keep` respected,
+/// with an `owner` never an object another release or tool has claimed.
 pub async fn delete_all(
     cluster: &Cluster,
     objects: Vec<Object>,
     namespace: &str,
-) -> Result<(Vec<Key>, Vec<Key>), ApplyError> {
-    let cands = prune_candidates(cluster, &[], objects, namespace).await?;
-    let (mut deleted, mut kept) = (Vec::new(), Vec::new());
+    owner: Option<&Owner>,
+) -> Result<Deleted, ApplyError> {
+    let cands = prune_candidates(cluster, &[], objects, namespace, owner).await?;
+    let mut out = Deleted::default();
     for c in cands {
         if c.keep {
-            kept.push(c.object.key());
+            out.kept.push(c.object.key());
+            continue;
+        }
+        if let Some(why) = c.foreign {
+            out.foreign.push((c.object.key(), why));
             continue;
         }
         delete(cluster, &c.resolved, &c.object).await?;
-        deleted.push(c.object.key());
+        out.deleted.push(c.object.key());
     }
-    Ok((deleted, kept))
+    Ok(out)
 }
 
 /// One object of a live diff: what the cluster has and what an apply would
-/// leave, both as YAML with server bookkeeping removed (`None`: absent).
+/// leave (`None`: absent); [`display_yaml`] prints either without the
+/// server's bookkeeping.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LiveChange {
     pub key: Key,
-    pub live: Option<String>,
-    pub would_be: Option<String>,
+    pub live: Option<Json>,
+    pub would_be: Option<Json>,
 }
 
 /// For `antiopa diff --live`: a dry-run apply, then per object the live
@@ -836,12 +957,12 @@ pub async fn live_diff(
         let would = p.would_be.clone().unwrap_or_else(|| p.object.body.clone());
         out.push(LiveChange {
             key: p.key(),
-            live: p.live.as_ref().map(display_yaml),
-            would_be: Some(display_yaml(&would)),
+            live: p.live.clone(),
+            would_be: Some(would),
         });
     }
     for c in &plan.prune {
-        if c.keep {
+        if c.keep || c.foreign.is_some() {
             continue;
         }
         let live = match cluster_get(cluster, &c.resolved, &c.object).await? {
@@ -850,7 +971,7 @@ pub async fn live_diff(
         };
         out.push(LiveChange {
             key: c.object.key(),
-            live: Some(display_yaml(&live)),
+            live: Some(live),
             would_be: None,
         });
     }

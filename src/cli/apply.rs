@@ -105,6 +105,11 @@ pub struct ReleaseChartArgs {
     /// Take over fields other field managers own (server-side apply force).
     #[arg(long = "force-conflicts")]
     force_conflicts: bool,
+    /// Adopt existing objects that carry no release metadata (made by
+    /// kubectl, say) instead of refusing them. Objects of another release
+    /// are refused all the same.
+    #[arg(long = "take-ownership")]
+    take_ownership: bool,
     /// How long to wait for CRDs to become Established (a Go duration or
     /// seconds).
     #[arg(long = "crd-timeout", default_value = "60", value_parser = parse_timeout)]
@@ -125,6 +130,9 @@ impl ReleaseChartArgs {
     }
     pub(super) fn skip_crds(&self) -> bool {
         self.skip_crds
+    }
+    pub(super) fn take_ownership(&self) -> bool {
+        self.take_ownership
     }
 }
 
@@ -392,6 +400,7 @@ pub fn run_apply(a: ApplyArgs) -> Result<(), CmdError> {
             no_hooks: a.no_hooks,
             hook_timeout: a.timeout,
             lock_timeout: Duration::from_secs(a.lock_timeout_s),
+            take_ownership: a.chart.take_ownership,
         };
         let mut progress = progress_printer();
         let mut log = |line: &str| {
@@ -408,12 +417,17 @@ pub fn run_apply(a: ApplyArgs) -> Result<(), CmdError> {
                 "release {:?} unchanged (revision {version}): the render equals the deployed one, nothing applied",
                 req.name
             ),
-            InstallOutcome::Deployed { version, report } => writeln!(
+            InstallOutcome::Deployed { version, report } => {
+                for (k, why) in &report.foreign {
+                    log(&format!("warning: {k} not pruned: {why}"));
+                }
+                writeln!(
                 stdout,
                 "release {:?} revision {version} deployed: {}",
                 req.name,
                 report.summary()
-            ),
+                )
+            }
             InstallOutcome::DryRun { report } => writeln!(
                 stdout,
                 "release {:?} (dry run, nothing written): {}",
@@ -446,6 +460,9 @@ pub fn run_uninstall(a: UninstallArgs) -> Result<(), CmdError> {
         let rep = release::uninstall(&cluster, &a.name, &a.namespace, &opts, &mut log)
             .await
             .map_err(cerr)?;
+        for (k, why) in &rep.foreign {
+            log(&format!("warning: {k} left in place: {why}"));
+        }
         let mut stdout = std::io::stdout().lock();
         if !rep.kept.is_empty() {
             let _ = writeln!(

@@ -11,7 +11,8 @@ use std::io::Write;
 use clap::Args;
 
 use super::apply::{CmdError, ReleaseChartArgs, apply_options, render, runtime};
-use crate::apply::{LiveChange, decode, live_diff, split_rendered};
+use crate::apply::run::display_yaml;
+use crate::apply::{LiveChange, Owner, decode, live_diff, split_rendered};
 use crate::cluster::Cluster;
 use crate::release;
 
@@ -20,6 +21,10 @@ pub struct LiveDiffArgs {
     /// Compare with the live cluster (server-side dry-run apply).
     #[arg(long, required = true)]
     pub live: bool,
+    /// Print Secret values; by default they are masked as `kubectl diff`
+    /// masks them.
+    #[arg(long = "show-secrets")]
+    pub show_secrets: bool,
     #[command(flatten)]
     pub chart: ReleaseChartArgs,
 }
@@ -45,26 +50,41 @@ pub fn run_live_diff(a: LiveDiffArgs) -> Result<bool, CmdError> {
         if !c.skip_crds() {
             desired.extend(decode(&r.rendered.crds).map_err(cerr)?);
         }
-        desired.extend(decode(&r.rendered.manifests).map_err(cerr)?);
+        // As the apply would send them: stamped with the release's
+        // ownership metadata and checked against what exists.
+        let owner = Owner {
+            take_ownership: c.take_ownership(),
+            upgrade: hist
+                .iter()
+                .any(|r| r.status() != release::Status::Uninstalled),
+            ..Owner::new(c.name(), c.namespace())
+        };
+        desired.extend(release::owned_objects(&r.rendered, &owner).map_err(cerr)?);
+        let mut opts = apply_options(c, true);
+        opts.owner = Some(owner);
         let previous = hist[deployed.unwrap_or(0)..]
             .iter()
             .flat_map(|r| decode(&split_rendered(&r.manifest).manifests).unwrap_or_default())
             .collect();
-        let changes = live_diff(&cluster, desired, previous, &apply_options(c, true))
+        let changes = live_diff(&cluster, desired, previous, &opts)
             .await
             .map_err(cerr)?;
         let mut out = std::io::stdout().lock();
         for ch in &changes {
-            write!(out, "{}", unified(ch)).map_err(cerr)?;
+            write!(out, "{}", unified(ch, a.show_secrets)).map_err(cerr)?;
         }
         Ok(!changes.is_empty())
     })
 }
 
 /// One object's change as a unified diff (`--- live` / `+++ would-be`).
-pub fn unified(ch: &LiveChange) -> String {
-    let old = ch.live.clone().unwrap_or_default();
-    let new = ch.would_be.clone().unwrap_or_default();
+pub fn unified(ch: &LiveChange, show_secrets: bool) -> String {
+    let (mut live, mut would_be) = (ch.live.clone(), ch.would_be.clone());
+    if !show_secrets {
+        crate::diff::secrets::mask_json(live.as_mut(), would_be.as_mut());
+    }
+    let old = live.as_ref().map(display_yaml).unwrap_or_default();
+    let new = would_be.as_ref().map(display_yaml).unwrap_or_default();
     similar::TextDiff::from_lines(&old, &new)
         .unified_diff()
         .context_radius(3)

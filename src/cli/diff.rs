@@ -62,6 +62,10 @@ pub struct DiffArgs {
     /// Output format (markdown: a table and fenced diff blocks for a pull request).
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     output: OutputFormat,
+    /// Print Secret values; by default they are masked (`***`, `*** (before)`,
+    /// `*** (after)`) as `kubectl diff` masks them.
+    #[arg(long = "show-secrets")]
+    show_secrets: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -150,6 +154,7 @@ fn diff(a: &DiffArgs) -> Result<bool, String> {
         &new,
         &CompareOptions {
             default_namespace: a.namespace.clone(),
+            show_secrets: a.show_secrets,
         },
     )
     .map_err(|e| e.to_string())?;

@@ -17,6 +17,8 @@ pub(crate) struct Doc {
     pub origin: String,
     /// The normal form compared and printed: sigs.k8s.io/yaml.Marshal.
     pub text: String,
+    /// The parsed document `text` prints (for masking Secrets).
+    pub value: Yaml,
 }
 
 /// A document's text and the 0-based line it starts at.
@@ -253,6 +255,7 @@ pub(crate) fn key_docs(
             key,
             origin: p.origin,
             text,
+            value: p.value,
         });
     }
     Ok(out)

@@ -12,6 +12,7 @@
 
 mod docs;
 mod render;
+pub mod secrets;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -162,6 +163,9 @@ pub struct DiffError {
 pub struct CompareOptions {
     /// The namespace objects without `metadata.namespace` go to (`-n`).
     pub default_namespace: String,
+    /// Print Secret values as they are (`--show-secrets`); by default
+    /// they are masked as `kubectl diff` masks them ([`secrets`]).
+    pub show_secrets: bool,
 }
 
 /// Compares two sides. Objects present twice under one key on a side
@@ -219,12 +223,17 @@ pub fn compare(
                 (Some(o), None) => (Change::Removed, o.origin.clone()),
                 (None, None) => continue,
             };
+            let (old, new) = if opts.show_secrets {
+                (o.map(|d| d.text), n.map(|d| d.text))
+            } else {
+                masked(o, n)
+            };
             result.entries.push(Entry {
                 change,
                 key: key.clone(),
                 origin,
-                old: o.map(|d| d.text),
-                new: n.map(|d| d.text),
+                old,
+                new,
             });
         }
     }
@@ -232,6 +241,16 @@ pub fn compare(
         .entries
         .sort_by(|a, b| (&a.origin, &a.key).cmp(&(&b.origin, &b.key)));
     Ok(result)
+}
+
+/// The texts of a pair with Secret values masked; other kinds as they are.
+fn masked(o: Option<docs::Doc>, n: Option<docs::Doc>) -> (Option<String>, Option<String>) {
+    let (mut ov, mut nv) = (o.map(|d| d.value), n.map(|d| d.value));
+    secrets::mask_yaml(ov.as_mut(), nv.as_mut());
+    // Both printed before (that is how they were compared): they print again.
+    let text =
+        |v: Option<crate::yaml::Yaml>| v.map(|v| crate::yaml::try_to_yaml(&v).unwrap_or_default());
+    (text(ov), text(nv))
 }
 
 #[cfg(test)]

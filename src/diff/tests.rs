@@ -9,6 +9,7 @@ fn src(origin: &str, text: &str) -> Source {
 fn opts() -> CompareOptions {
     CompareOptions {
         default_namespace: "web".into(),
+        show_secrets: false,
     }
 }
 

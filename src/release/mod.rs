@@ -40,7 +40,9 @@ use sha2::Digest;
 pub use codec::{Hook, Info, Release, Status};
 pub use store::{Store, StoreError, Stored, secret_name};
 
-use crate::apply::{self, ApplyError, ApplyOptions, ApplyReport, Object, Progress, Rendered};
+use crate::apply::{
+    self, ApplyError, ApplyOptions, ApplyReport, Object, Owner, Progress, Rendered, ownership,
+};
 use crate::cluster::Cluster;
 
 /// The label holding the render checksum.
@@ -167,6 +169,10 @@ pub struct InstallRequest {
     /// Age after which a `pending-*` record of a process antiopa cannot
     /// check is taken to be abandoned.
     pub lock_timeout: Duration,
+    /// Adopt existing objects that carry no release metadata instead of
+    /// refusing them (helm's `--take-ownership`; another release's objects
+    /// are refused all the same).
+    pub take_ownership: bool,
 }
 
 /// The result of an install/upgrade.
@@ -485,16 +491,27 @@ pub async fn upgrade_install_rendered_for(
     if !req.skip_crds {
         desired.extend(apply::decode(&req.rendered.crds)?);
     }
-    desired.extend(apply::decode(&req.rendered.manifests)?);
-    let previous: Vec<Object> = hist[last_deployed.unwrap_or(0)..]
-        .iter()
-        .flat_map(|s| manifest_objects(&s.release.manifest))
-        .collect();
-
     let Next {
         version,
         is_upgrade,
     } = next;
+    // The chart's objects carry Helm's ownership metadata (CRDs from
+    // `crds/` and the created namespace stay outside the release, as in
+    // helm), and those that exist already must be this release's.
+    let owner = Owner {
+        take_ownership: req.take_ownership,
+        upgrade: is_upgrade,
+        ..Owner::new(&req.name, &req.namespace)
+    };
+    desired.extend(owned_objects(&req.rendered, &owner)?);
+    let previous: Vec<Object> = hist[last_deployed.unwrap_or(0)..]
+        .iter()
+        .flat_map(|s| manifest_objects(&s.release.manifest))
+        .collect();
+    let mut aopts = req.apply.clone();
+    aopts.owner = Some(owner);
+    let aopts = &aopts;
+
     // helm keeps `currentRelease.Info.FirstDeployed`: the last deployed
     // revision's, else the last one's (an upgrade over failed revisions).
     let first_deployed = last_deployed
@@ -534,9 +551,9 @@ pub async fn upgrade_install_rendered_for(
     store.check_size(&rel)?;
 
     // The dry-run pass: conflicts and invalid objects stop before any write.
-    let plan = apply::plan(cluster, desired, previous, &req.apply).await?;
+    let plan = apply::plan(cluster, desired, previous, aopts).await?;
     if req.apply.dry_run {
-        let report = apply::execute(cluster, plan, &req.apply, progress).await?;
+        let report = apply::execute(cluster, plan, aopts, progress).await?;
         return Ok(InstallOutcome::DryRun { report });
     }
 
@@ -546,7 +563,7 @@ pub async fn upgrade_install_rendered_for(
         let (o, r) =
             apply::run::resolve_object(cluster, namespace_object(&req.namespace), &req.namespace)
                 .await?;
-        apply::run::apply_object(cluster, &r, &o, &req.apply, false).await?;
+        apply::run::apply_object(cluster, &r, &o, aopts, false).await?;
     }
     let me = holder();
     let _held = Held::new(&req.namespace, &req.name, version);
@@ -571,11 +588,11 @@ pub async fn upgrade_install_rendered_for(
     };
     let result: Result<ApplyReport, ReleaseError> = async {
         if !req.no_hooks {
-            run_event_hooks(cluster, &mut rel, pre, &req.apply, req.hook_timeout).await?;
+            run_event_hooks(cluster, &mut rel, pre, aopts, req.hook_timeout).await?;
         }
-        let report = apply::execute(cluster, plan, &req.apply, progress).await?;
+        let report = apply::execute(cluster, plan, aopts, progress).await?;
         if !req.no_hooks {
-            run_event_hooks(cluster, &mut rel, post, &req.apply, req.hook_timeout).await?;
+            run_event_hooks(cluster, &mut rel, post, aopts, req.hook_timeout).await?;
         }
         Ok(report)
     }
@@ -633,6 +650,16 @@ pub async fn upgrade_install_rendered_for(
             Err(e)
         }
     }
+}
+
+/// The chart's objects (not `crds/`) stamped with `owner`'s Helm
+/// ownership metadata, as the release applies them.
+pub fn owned_objects(r: &Rendered, owner: &Owner) -> Result<Vec<Object>, apply::ObjectError> {
+    let mut objects = apply::decode(&r.manifests)?;
+    for o in &mut objects {
+        ownership::stamp(o, owner);
+    }
+    Ok(objects)
 }
 
 /// The release namespace as an object to apply.
@@ -699,6 +726,9 @@ impl Default for UninstallOptions {
 pub struct UninstallReport {
     pub deleted: Vec<apply::Key>,
     pub kept: Vec<apply::Key>,
+    /// Objects of the release that another release or tool has claimed
+    /// since, with why: left alone.
+    pub foreign: Vec<(apply::Key, String)>,
 }
 
 /// `helm uninstall`: mark the release uninstalling, delete its objects
@@ -749,7 +779,8 @@ pub async fn uninstall(
     if !opts.no_hooks {
         run_event_hooks(cluster, &mut rel, "pre-delete", &aopts, opts.hook_timeout).await?;
     }
-    let (deleted, kept) = apply::delete_all(cluster, objects, namespace).await?;
+    let owner = Owner::new(name, namespace);
+    let done = apply::delete_all(cluster, objects, namespace, Some(&owner)).await?;
     if !opts.no_hooks {
         run_event_hooks(cluster, &mut rel, "post-delete", &aopts, opts.hook_timeout).await?;
     }
@@ -763,7 +794,11 @@ pub async fn uninstall(
             store.delete(name, s.release.version).await?;
         }
     }
-    Ok(UninstallReport { deleted, kept })
+    Ok(UninstallReport {
+        deleted: done.deleted,
+        kept: done.kept,
+        foreign: done.foreign,
+    })
 }
 
 /// `helm history`: every revision, oldest first.

@@ -57,6 +57,7 @@ fn request(rendered: antiopa::apply::Rendered) -> InstallRequest {
         no_hooks: true, // its admission-webhook Jobs never complete on the fake
         hook_timeout: Duration::from_secs(60),
         lock_timeout: Duration::from_secs(600),
+        take_ownership: false,
     }
 }
 

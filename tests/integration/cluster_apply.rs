@@ -718,17 +718,16 @@ async fn live_diff_shows_live_and_would_be_against_fake_apiserver() {
         .0
         .unwrap();
     let r2 = render("web", &chart, &ns, &["greeting=bye", "extra=false"], &[]);
-    let desired = apply::decode(&r2.manifests).unwrap();
+    // As the release applies them: with its ownership metadata.
+    let owner = apply::Owner::new("web", &ns);
+    let desired = release::owned_objects(&r2, &owner).unwrap();
     let previous = apply::decode(&r1.manifests).unwrap();
     let rv_before = env.fake.as_ref().map(|f| f.resource_version());
-    let changes = apply::live_diff(
-        &env.cluster,
-        desired,
-        previous,
-        &apply::ApplyOptions::new(&ns),
-    )
-    .await
-    .unwrap();
+    let mut opts = apply::ApplyOptions::new(&ns);
+    opts.owner = Some(owner);
+    let changes = apply::live_diff(&env.cluster, desired, previous, &opts)
+        .await
+        .unwrap();
     let keys: Vec<String> = changes.iter().map(|c| c.key.to_string()).collect();
     assert_eq!(
         keys,
@@ -737,8 +736,8 @@ async fn live_diff_shows_live_and_would_be_against_fake_apiserver() {
             format!("ConfigMap {ns}/web-extra")
         ]
     );
-    let live = changes[0].live.as_deref().unwrap();
-    let would = changes[0].would_be.as_deref().unwrap();
+    let live = &apply::run::display_yaml(changes[0].live.as_ref().unwrap());
+    let would = &apply::run::display_yaml(changes[0].would_be.as_ref().unwrap());
     assert!(
         live.contains("a: hello") && would.contains("a: bye"),
         "{live}\n{would}"

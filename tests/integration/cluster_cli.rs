@@ -214,3 +214,58 @@ async fn server_errors_are_retried_a_bounded_number_of_times_against_fake_apiser
     assert!(!out.status.success());
     assert_eq!(s.fake.stats().list, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_diff_masks_secret_values_against_fake_apiserver() {
+    let s = serve().await;
+    let dir = tempfile::tempdir().unwrap();
+    let chart = write_chart(
+        dir.path(),
+        "sec",
+        "password: hunter2\n",
+        &[(
+            "secret.yaml",
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  password: {{ .Values.password | b64enc }}\n  user: {{ \"admin\" | b64enc }}\n",
+        )],
+    );
+    let c = chart.display().to_string();
+    ok(&run(
+        antiopa(),
+        &["apply", "web", &c, "-n", "apps", "--create-namespace"],
+        &s.kubeconfig,
+    )
+    .await);
+    let live = [
+        "diff",
+        "--live",
+        "web",
+        &c,
+        "-n",
+        "apps",
+        "--set",
+        "password=correct-horse",
+    ];
+    let out = run(antiopa(), &live, &s.kubeconfig).await;
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    // base64 of hunter2, correct-horse and admin.
+    for secret in ["aHVudGVyMg==", "Y29ycmVjdC1ob3JzZQ==", "YWRtaW4="] {
+        assert!(!text.contains(secret), "{text}");
+    }
+    assert!(
+        text.contains("-  password: '*** (before)'") && text.contains("+  password: '*** (after)'"),
+        "{text}"
+    );
+    assert!(text.contains("   user: '***'"), "{text}");
+
+    let mut shown = live.to_vec();
+    shown.push("--show-secrets");
+    let out = run(antiopa(), &shown, &s.kubeconfig).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Y29ycmVjdC1ob3JzZQ=="), "{text}");
+}

@@ -374,3 +374,71 @@ fn stdin_side_and_module_failures() {
     assert_eq!(o.stdout, b"");
     insta::assert_snapshot!("module_render_error", stderr(&o));
 }
+
+const SECRET_OLD: &str = "\
+apiVersion: v1
+kind: Secret
+metadata:
+  name: db
+data:
+  password: aHVudGVyMg==
+  user: YWRtaW4=
+stringData:
+  token: s3cr3t-old
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: gone
+data:
+  key: Z29uZS1zZWNyZXQ=
+";
+
+const SECRET_NEW: &str = "\
+apiVersion: v1
+kind: Secret
+metadata:
+  name: db
+data:
+  password: Y29ycmVjdC1ob3JzZQ==
+  user: YWRtaW4=
+stringData:
+  token: s3cr3t-new
+";
+
+#[test]
+fn secret_values_are_masked_as_kubectl_diff_masks_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "old.yaml", SECRET_OLD);
+    write(dir.path(), "new.yaml", SECRET_NEW);
+    for format in ["text", "markdown"] {
+        let o = diff(dir.path(), &["old.yaml", "new.yaml", "-o", format]);
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        for secret in [
+            "aHVudGVyMg==",
+            "Y29ycmVjdC1ob3JzZQ==",
+            "YWRtaW4=",
+            "s3cr3t",
+            "Z29uZS1zZWNyZXQ=",
+        ] {
+            assert!(!out.contains(secret), "{format} shows {secret}:\n{out}");
+        }
+        // Which keys changed stays visible.
+        assert!(out.contains("-  password: '*** (before)'"), "{out}");
+        assert!(out.contains("+  password: '*** (after)'"), "{out}");
+        assert!(out.contains("   user: '***'"), "{out}");
+        assert!(out.contains("-  key: '***'"), "{out}");
+        assert!(out.contains("1 removed, 1 changed"), "{out}");
+    }
+    // Unchanged values are not a change, whatever the masks.
+    let o = diff(dir.path(), &["new.yaml", "new.yaml", "--exit-code"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+
+    let o = diff(dir.path(), &["old.yaml", "new.yaml", "--show-secrets"]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("-  password: aHVudGVyMg==") && out.contains("+  token: s3cr3t-new"),
+        "{out}"
+    );
+}

@@ -14,6 +14,7 @@ mod cluster_apply;
 mod cluster_cli;
 mod cluster_helm;
 mod cluster_kps;
+mod cluster_ownership;
 mod compat;
 mod corpus;
 mod diff;

@@ -169,6 +169,7 @@ pub fn request(name: &str, ns: &str, rendered: Rendered) -> InstallRequest {
         no_hooks: false,
         hook_timeout: Duration::from_secs(60),
         lock_timeout: Duration::from_secs(600),
+        take_ownership: false,
     }
 }
 
