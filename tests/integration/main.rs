@@ -11,6 +11,7 @@ mod ao_examples;
 mod architecture;
 mod cli;
 mod cluster_apply;
+mod cluster_bad_input;
 mod cluster_cli;
 mod cluster_helm;
 mod cluster_kps;
