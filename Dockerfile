@@ -7,18 +7,11 @@ COPY build.rs ./
 COPY src ./src
 COPY tests ./tests
 COPY .cargo ./.cargo
-COPY compat ./compat
-# Statically linked for the build host (see .cargo/config.toml): no dynamic loading at start-up.
-# On x86_64 also optimised with a profile of the compat cases, the build the benchmark measures
-# (compat/pgo-build.sh); other hosts get the same static build without a profile.
-RUN host="$(rustc -vV | sed -n 's/^host: //p')" \
- && if [ "$host" = x86_64-unknown-linux-gnu ]; then \
-      compat/pgo-build.sh && cp target/pgo/antiopa /antiopa; \
-    else \
-      cargo build --release --locked --bin antiopa --target "$host" \
-        --config "target.$host.rustflags=['-C','target-feature=+crt-static','-C','relocation-model=static','-C','symbol-mangling-version=v0']" \
-      && cp "target/$host/release/antiopa" /antiopa; \
-    fi \
+# The `dist` profile (fat LTO, one code unit): a position-independent executable, so the binary
+# is address-randomised; the static, position-dependent `cargo tuned-release` build is only for
+# the benchmark against helm.
+RUN cargo build --profile dist --locked --bin antiopa \
+ && cp target/dist/antiopa /antiopa \
  && strip /antiopa
 
 FROM debian:bookworm-slim

@@ -1,5 +1,8 @@
-//! Link layout of the release `antiopa` binary, which decides a large part
-//! of `antiopa template`'s peak memory (see compat/BENCHMARK.md).
+//! Link layout of the opt-in tuned build (`cargo tuned-release`, see
+//! .cargo/config.toml), which decides a large part of `antiopa template`'s
+//! peak memory in the race against helm. Plain builds (`cargo build
+//! --release`, the image's `dist` profile) keep the toolchain's defaults:
+//! a position-independent executable, so the binary is address-randomised.
 //!
 //! The kernel maps executable pages in 64 KiB blocks around each page a
 //! process runs, so the scattered few thousand functions one render uses
@@ -15,12 +18,11 @@
 //! - The binary is linked as a position-dependent executable (`-no-pie`):
 //!   a PIE applies ~50,000 relocations at start-up, which writes to (and so
 //!   keeps private copies of) all 1.4 MB of `.data.rel.ro` and reads 1.3 MB
-//!   of relocation records. Helm's own binary (a static Go executable) is
-//!   not position-independent either; the cost is that the binary's own
-//!   image is not address-randomised.
+//!   of relocation records. The cost is that the binary's own image is not
+//!   address-randomised.
 //!
-//! Only release builds of Linux GNU targets are affected; set
-//! `ANTIOPA_PLAIN_LINK=1` to link with the toolchain's defaults.
+//! Only optimised builds of Linux GNU targets with `ANTIOPA_TUNED_LINK` set
+//! are affected.
 
 use std::env;
 use std::fmt::Write as _;
@@ -29,12 +31,12 @@ use std::path::PathBuf;
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=tests/bench/hot-functions.txt");
-    println!("cargo:rerun-if-env-changed=ANTIOPA_PLAIN_LINK");
+    println!("cargo:rerun-if-env-changed=ANTIOPA_TUNED_LINK");
     let var = |k: &str| env::var(k).unwrap_or_default();
     if var("PROFILE") != "release"
         || var("CARGO_CFG_TARGET_OS") != "linux"
         || var("CARGO_CFG_TARGET_ENV") != "gnu"
-        || !var("ANTIOPA_PLAIN_LINK").is_empty()
+        || var("ANTIOPA_TUNED_LINK").is_empty()
     {
         return;
     }

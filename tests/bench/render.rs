@@ -1,7 +1,7 @@
 //! `cargo bench --bench render`: CPU time of `antiopa render --output-dir` over a generated tree of
 //! 50 modules, apart from the time its hooks take. The target (issue 3): under one second of CPU.
 //!
-//! It builds nothing: it runs the release build (build it first with `cargo static-release` or
+//! It builds nothing: it runs the release build (build it first with
 //! `cargo build --release`; `ANTIOPA_BIN` measures another binary). The tree is written to a temporary
 //! directory: `BENCH_MODULES` modules (default 50), each a realistic small chart — a helpers file
 //! with `define`s, a Deployment (checksum annotation over the rendered ConfigMap, `toYaml`,
@@ -433,7 +433,7 @@ fn main() {
     let bin = common::release_bin();
     if !bin.exists() {
         eprintln!(
-            "{} not found: build it first with `cargo static-release` or `cargo build --release` (or set ANTIOPA_BIN)",
+            "{} not found: build it first with `cargo build --release` (or set ANTIOPA_BIN)",
             bin.display()
         );
         std::process::exit(1);

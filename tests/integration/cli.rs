@@ -102,3 +102,35 @@ fn output_dir_writes_the_files_and_prints_helms_lines() {
     similar_asserts(&String::from_utf8_lossy(&out.stdout), &want_stdout);
     similar_asserts(&format!("{}\n", written.trim()), &printed);
 }
+
+/// The optimised build a user gets (`cargo build --release`: thin LTO, a
+/// position-independent executable) renders the README's chart as the test
+/// build does, and is address-randomised. `.ci/run` builds it before the
+/// tests; elsewhere the test is skipped without one.
+#[test]
+fn release_binary_smoke_test() {
+    let bin = crate::common::release_bin();
+    if !bin.is_file() {
+        assert!(
+            !crate::common::in_ci(),
+            "{} is missing: .ci/run builds it before the tests",
+            bin.display()
+        );
+        eprintln!("skipped: no release build at {}", bin.display());
+        return;
+    }
+    let out = Command::new(&bin)
+        .args(["template", "demo", "charts/hello", "--namespace", "web"])
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures"))
+        .output()
+        .expect("run the release antiopa");
+    assert_same(out, &expected("hello-demo.yaml"));
+    // ELF type at offset 16: 3 is ET_DYN (position-independent), 2 ET_EXEC.
+    let elf = std::fs::read(&bin).expect("read the binary");
+    assert_eq!(
+        elf.get(16),
+        Some(&3),
+        "{} is not position-independent",
+        bin.display()
+    );
+}

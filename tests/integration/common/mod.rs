@@ -119,19 +119,13 @@ pub fn antiopa_bin(default: &str) -> PathBuf {
     }
 }
 
-/// The release build the benchmarks measure: `$ANTIOPA_BIN` if set, else the static build of
-/// `cargo static-release` (x86_64 Linux) when there is one, else `cargo build --release`'s.
+/// The release build the benchmarks measure: `$ANTIOPA_BIN` if set, else `cargo build
+/// --release`'s.
 pub fn release_bin() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo_root().join("target"));
-    let static_bin = target.join("x86_64-unknown-linux-gnu/release/antiopa");
-    let bin = if static_bin.is_file() {
-        static_bin
-    } else {
-        target.join("release/antiopa")
-    };
-    antiopa_bin(&bin.to_string_lossy())
+    antiopa_bin(&target.join("release/antiopa").to_string_lossy())
 }
 
 /// Repository root (where Cargo.toml is).
