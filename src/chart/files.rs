@@ -190,7 +190,9 @@ impl Object for Files {
                 check_args("AsSecrets", args, 0)?;
                 Ok(Value::string(files.as_secrets()))
             }),
-            _ => return None,
+            // `engine.files` is a Go map: any other name is a key, and a
+            // missing one the element type's zero value (nil bytes, `[]`).
+            _ => return Some(Member::Field(Value::Bytes(Rc::from(self.get_bytes(name))))),
         };
         Some(Member::Method(m))
     }
