@@ -165,9 +165,9 @@ struct Worker {
 impl Worker {
     fn start(program: &PathBuf, limits: &JqLimits) -> std::io::Result<Worker> {
         let mut child = Command::new(program)
+            // The environment is inherited: `env` / `$ENV` in a filter see
+            // the operator's, as with shell-operator's in-process gojq.
             .args(limits.worker_args())
-            // A filter's `env` / `$ENV` sees nothing of ours.
-            .env_clear()
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
