@@ -464,3 +464,13 @@ fn benign_jq_filters_still_work_through_the_worker() {
     let out = text(&r.stdout);
     assert!(out.contains(r#"\"filterResult\":{\"k\":\"v\"}"#), "{out}");
 }
+
+#[test]
+fn jq_filter_that_does_not_compile_is_a_config_error_naming_the_hook() {
+    let t = jq_tree(".data | (");
+    let err = failed_with(&t.render(&["--snapshots", "snapshots.yaml"], &[]), 1);
+    assert!(
+        err.contains("hook 'hooks/watch.sh': invalid config: invalid kubernetes config [0] jqFilter: expected"),
+        "{err}"
+    );
+}
