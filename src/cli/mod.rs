@@ -13,6 +13,7 @@ use clap::{Args, Parser, Subcommand};
 mod apply;
 mod apply_live;
 mod diff;
+mod jq_worker;
 mod module;
 
 use crate::chart::strvals::ValueOptions;
@@ -239,6 +240,9 @@ const STACK_SIZE: usize = 1 << 30;
 /// the run touched, which the exit does anyway. A bug that still panics is
 /// reported as one `Error:` line (exit 1), never as Rust's panic message.
 pub fn main() -> ! {
+    if jq_worker::is_worker_call() {
+        std::process::exit(jq_worker::run());
+    }
     std::panic::set_hook(Box::new(|info| {
         let what = info
             .payload()

@@ -7,11 +7,12 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::hooks::discovery::FoundHook;
-use crate::hooks::{Hook, HookScope, RunOptions};
+use crate::hooks::{Hook, HookScope, JqLimits, JqRunner, RunOptions};
 use crate::module::render::render_tree;
 use crate::module::render::write_results;
 use crate::module::{
@@ -31,6 +32,79 @@ pub struct TreeArgs {
     /// A ConfigMap manifest with the config values.
     #[arg(long)]
     config: Option<PathBuf>,
+    #[command(flatten)]
+    limits: HookLimits,
+}
+
+/// Limits on what hooks, scripts and jq filters may take. Flags of
+/// `render` and `module`; the environment variables apply to every command
+/// that runs hooks (`diff` of modules trees too).
+#[derive(Args, Debug, Clone, Default)]
+pub struct HookLimits {
+    /// Kill a hook or script (`--config` runs, bindings, `enabled`,
+    /// `initial_values`) after this long: a Go duration (90s, 5m) or whole
+    /// seconds; 0: no limit [default: 10m].
+    #[arg(long = "hook-timeout", env = ENV_HOOK_TIMEOUT, value_parser = parse_duration_arg)]
+    hook_timeout: Option<Duration>,
+    /// Largest file a hook may write for antiopa to read (values patches,
+    /// metrics, …) and largest `--config`/`initial_values` output: bytes,
+    /// or with Ki, Mi, Gi [default: 16Mi].
+    #[arg(long = "hook-max-file-size", env = ENV_HOOK_MAX_FILE_SIZE, value_parser = parse_size_arg)]
+    max_file_bytes: Option<usize>,
+    /// A jqFilter's evaluation of one object is stopped after this long
+    /// (it runs in a worker process); 0: no limit [default: 5s].
+    #[arg(long = "jq-timeout", env = ENV_JQ_TIMEOUT, value_parser = parse_duration_arg)]
+    jq_timeout: Option<Duration>,
+}
+
+const ENV_HOOK_TIMEOUT: &str = "ANTIOPA_HOOK_TIMEOUT";
+const ENV_HOOK_MAX_FILE_SIZE: &str = "ANTIOPA_HOOK_MAX_FILE_SIZE";
+const ENV_JQ_TIMEOUT: &str = "ANTIOPA_JQ_TIMEOUT";
+
+impl HookLimits {
+    /// The environment's settings, for commands without the flags; a bad
+    /// value is an error naming the variable.
+    fn from_env() -> Result<HookLimits, String> {
+        fn var<T>(name: &str, parse: fn(&str) -> Result<T, String>) -> Result<Option<T>, String> {
+            match std::env::var(name) {
+                Ok(v) if !v.is_empty() => parse(&v).map(Some).map_err(|e| format!("{name}: {e}")),
+                _ => Ok(None),
+            }
+        }
+        Ok(HookLimits {
+            hook_timeout: var(ENV_HOOK_TIMEOUT, parse_duration_arg)?,
+            max_file_bytes: var(ENV_HOOK_MAX_FILE_SIZE, parse_size_arg)?,
+            jq_timeout: var(ENV_JQ_TIMEOUT, parse_duration_arg)?,
+        })
+    }
+}
+
+/// Whole seconds or a Go duration, as kubectl's `--request-timeout`.
+fn parse_duration_arg(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    if let Ok(n) = s.parse::<u64>() {
+        return Ok(Duration::from_secs(n));
+    }
+    match crate::hooks::cron::parse_go_duration(s) {
+        Ok(d) if !s.starts_with('-') => Ok(d),
+        _ => Err(format!(
+            "invalid duration '{s}': whole seconds, or a number with a unit (500ms, 90s, 5m)"
+        )),
+    }
+}
+
+/// Bytes, or a number with a binary unit suffix (`16Mi`, `512Ki`, `1Gi`).
+fn parse_size_arg(s: &str) -> Result<usize, String> {
+    let s = s.trim();
+    let (num, mult) = [("Ki", 1usize << 10), ("Mi", 1 << 20), ("Gi", 1 << 30)]
+        .iter()
+        .find_map(|(suf, m)| s.strip_suffix(suf).map(|n| (n, *m)))
+        .unwrap_or((s, 1));
+    num.parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("invalid size '{s}': bytes, or a number with Ki, Mi or Gi"))
 }
 
 #[derive(Subcommand, Debug)]
@@ -119,16 +193,43 @@ fn session(t: &TreeArgs) -> Result<Session, ModuleError> {
         Some(p) => OfflineConfig::read(p)?,
         None => OfflineConfig::default(),
     };
-    Session::load(&settings(t)?, config, run_options())
+    Session::load(&settings(t)?, config, run_options_with(&t.limits))
 }
 
+/// Options for running hooks, from the environment alone (commands
+/// without the limit flags). A malformed limit variable is reported and
+/// the default used.
 pub(super) fn run_options() -> RunOptions {
+    let limits = HookLimits::from_env().unwrap_or_else(|e| {
+        let _ = writeln!(std::io::stderr(), "warning: {e}; using the default");
+        HookLimits::default()
+    });
+    run_options_with(&limits)
+}
+
+/// Options for running hooks: `ADDON_OPERATOR_TMP_DIR`, the limits, and
+/// jq filters in a worker process that is this binary.
+fn run_options_with(limits: &HookLimits) -> RunOptions {
     let mut o = RunOptions::default();
     if let Ok(d) = std::env::var("ADDON_OPERATOR_TMP_DIR")
         && !d.is_empty()
     {
         o.tmp_dir = PathBuf::from(d);
     }
+    if let Some(t) = limits.hook_timeout {
+        o.timeout = (!t.is_zero()).then_some(t);
+    }
+    if let Some(n) = limits.max_file_bytes {
+        o.max_file_bytes = n;
+    }
+    let mut jq = JqLimits::default();
+    if let Some(t) = limits.jq_timeout {
+        jq.timeout = if t.is_zero() { Duration::MAX } else { t };
+    }
+    // /proc/self/exe is what current_exe reads; spawning it works even
+    // when the path cannot be resolved.
+    let me = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
+    o.jq = JqRunner::sandboxed(me, jq);
     o
 }
 

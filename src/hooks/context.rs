@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use super::config::{
     BindingType, ConfigVersion, HookConfig, KubernetesBinding, LabelSelector, WatchEvent,
 };
+use super::jq_sandbox::JqRunner;
 
 /// One object of a kubernetes binding with its jqFilter result
 /// (shell-operator's `ObjectAndFilterResult`).
@@ -31,8 +32,13 @@ pub struct SnapshotObject {
 
 impl SnapshotObject {
     /// Builds the snapshot entry for `object` as `binding` would keep it:
-    /// runs its jqFilter, drops the object if it is not kept in memory.
-    pub fn new(binding: &KubernetesBinding, object: Value) -> Result<SnapshotObject, String> {
+    /// runs its jqFilter through `jq`, drops the object if it is not kept
+    /// in memory.
+    pub fn new(
+        binding: &KubernetesBinding,
+        object: Value,
+        jq: &JqRunner,
+    ) -> Result<SnapshotObject, String> {
         let meta = |k: &str| {
             object
                 .pointer(&format!("/metadata/{k}"))
@@ -42,7 +48,7 @@ impl SnapshotObject {
         };
         let (namespace, name) = (meta("namespace"), meta("name"));
         let filter_result = match &binding.jq_filter {
-            Some(f) => Some(f.apply(&object).map_err(|e| {
+            Some(f) => Some(jq.apply(f, &object).map_err(|e| {
                 format!(
                     "binding '{}': jqFilter on {}/{}: {e}",
                     binding.name, namespace, name
@@ -301,12 +307,13 @@ pub fn binding_context_json(contexts: &[BindingContext], version: ConfigVersion)
 pub fn snapshots_from_recorded(
     config: &HookConfig,
     recorded: &BTreeMap<String, Vec<Value>>,
+    jq: &JqRunner,
 ) -> Result<Snapshots, String> {
     let mut out = Snapshots::new();
     for b in &config.kubernetes {
         let mut items = Vec::new();
         for o in recorded.get(&b.name).into_iter().flatten() {
-            items.push(SnapshotObject::new(b, o.clone())?);
+            items.push(SnapshotObject::new(b, o.clone(), jq)?);
         }
         sort_snapshot(&mut items);
         out.insert(b.name.clone(), items);
@@ -318,7 +325,11 @@ pub fn snapshots_from_recorded(
 /// example a `kubectl get -o json` dump): each kubernetes binding gets the
 /// objects it would watch ([`KubernetesBinding::matches`]); `Namespace`
 /// objects in the list give the labels for `namespace.labelSelector`.
-pub fn snapshots_from_objects(config: &HookConfig, objects: &[Value]) -> Result<Snapshots, String> {
+pub fn snapshots_from_objects(
+    config: &HookConfig,
+    objects: &[Value],
+    jq: &JqRunner,
+) -> Result<Snapshots, String> {
     let ns_labels: BTreeMap<String, BTreeMap<String, String>> = objects
         .iter()
         .filter(|o| o.get("kind").and_then(Value::as_str) == Some("Namespace"))
@@ -332,7 +343,7 @@ pub fn snapshots_from_objects(config: &HookConfig, objects: &[Value]) -> Result<
         let mut items = Vec::new();
         for o in objects {
             if b.matches(o, &|ns| ns_labels.get(ns).cloned()) {
-                items.push(SnapshotObject::new(b, o.clone())?);
+                items.push(SnapshotObject::new(b, o.clone(), jq)?);
             }
         }
         sort_snapshot(&mut items);

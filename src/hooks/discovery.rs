@@ -4,8 +4,11 @@
 //! `pkg/utils/file`, called from addon-operator's `searchModuleShellHooks` and
 //! `searchGlobalShellHooks`): every executable file under the hooks dir,
 //! recursively, sorted by path; directories named `lib` or `venv` (module hooks
-//! only) or starting with `.` are skipped, as are hidden files, files ending in
-//! `.yaml`, `.json`, `.md` or `.txt`, and files without an execute bit.
+//! only) or starting with `.` are skipped, as are hidden files and files ending
+//! in `.yaml`, `.json`, `.md` or `.txt`. Other files that are not executable
+//! regular files are skipped with a warning (shell-operator logs one for a
+//! missing execute bit; a FIFO, socket or device gets one too, and is never
+//! opened).
 //!
 //! The original antiopa's layout: `hooks/before-helm/*` and `hooks/after-helm/*`
 //! in a module, `on-kube-node-change/*` in the global hooks dir; only the files
@@ -56,42 +59,98 @@ fn io_err(path: &Path, e: std::io::Error) -> HookError {
     }
 }
 
-/// Whether a file is a hook for addon-operator (`checkExecutableHookFile`).
-fn is_hook_file(path: &Path) -> bool {
-    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-        return false;
-    };
+/// What a search found: the hooks, and warnings for files skipped that
+/// look like hooks (not executable, or not a regular file).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Discovered {
+    pub hooks: Vec<FoundHook>,
+    pub warnings: Vec<String>,
+}
+
+/// What to do with a file found in a hooks dir.
+enum Verdict {
+    Hook,
+    /// Ignored by design (hidden, documentation, data): no word.
+    Ignore,
+    /// Looks like a hook but cannot be one: skipped with this warning.
+    Warn(String),
+}
+
+/// addon-operator's `checkExecutableHookFile`: hidden files and `.yaml`,
+/// `.json`, `.md`, `.txt` files are ignored; others must be executable
+/// regular files (a symlink counts as its target). Only `stat` is used:
+/// nothing is opened, so a FIFO cannot block the search. Where
+/// shell-operator logs "file is skipped: no executable permissions", the
+/// warning is returned.
+fn verdict(path: &Path, name: &str) -> Verdict {
     if name.starts_with('.') {
-        return false;
+        return Verdict::Ignore;
     }
     if let Some(ext) = path.extension().and_then(|e| e.to_str())
         && matches!(ext, "yaml" | "json" | "md" | "txt")
     {
-        return false;
+        return Verdict::Ignore;
     }
-    // Follow symlinks to their target: a link to a script is a hook.
-    match fs::metadata(path) {
-        Ok(m) => m.is_file() && m.permissions().mode() & 0o111 != 0,
-        Err(_) => false,
+    let m = match fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) => {
+            return Verdict::Warn(format!("{}: skipped: cannot read it ({e})", path.display()));
+        }
+    };
+    let ft = m.file_type();
+    if !ft.is_file() {
+        use std::os::unix::fs::FileTypeExt;
+        let kind = if ft.is_fifo() {
+            "a FIFO"
+        } else if ft.is_socket() {
+            "a socket"
+        } else if ft.is_char_device() || ft.is_block_device() {
+            "a device"
+        } else if ft.is_dir() {
+            // A symlink to a directory: filepath.Walk does not follow it.
+            return Verdict::Ignore;
+        } else {
+            "not a regular file"
+        };
+        return Verdict::Warn(format!(
+            "{}: skipped: {kind}, not a regular file (only regular files are run as hooks)",
+            path.display()
+        ));
     }
+    if m.permissions().mode() & 0o111 == 0 {
+        return Verdict::Warn(format!(
+            "{}: skipped: not executable (chmod +x is required to run this hook)",
+            path.display()
+        ));
+    }
+    Verdict::Hook
 }
 
-fn walk(dir: &Path, excluded: &[&str], out: &mut Vec<PathBuf>) -> Result<(), HookError> {
+fn walk(
+    dir: &Path,
+    excluded: &[&str],
+    out: &mut Vec<PathBuf>,
+    warnings: &mut Vec<String>,
+) -> Result<(), HookError> {
     let entries = fs::read_dir(dir).map_err(|e| io_err(dir, e))?;
     for entry in entries {
         let entry = entry.map_err(|e| io_err(dir, e))?;
         let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
         // filepath.Walk uses Lstat: a symlinked directory is not descended.
         let ft = entry.file_type().map_err(|e| io_err(&path, e))?;
         if ft.is_dir() {
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
             if name.starts_with('.') || excluded.contains(&name.as_ref()) {
                 continue;
             }
-            walk(&path, excluded, out)?;
-        } else if is_hook_file(&path) {
-            out.push(path);
+            walk(&path, excluded, out, warnings)?;
+            continue;
+        }
+        match verdict(&path, &name) {
+            Verdict::Hook => out.push(path),
+            Verdict::Ignore => {}
+            Verdict::Warn(w) => warnings.push(w),
         }
     }
     Ok(())
@@ -104,71 +163,72 @@ fn relative_name(base: &Path, path: &Path) -> String {
         .into_owned()
 }
 
+fn found(base: &Path, mut paths: Vec<PathBuf>, mut warnings: Vec<String>) -> Discovered {
+    paths.sort();
+    warnings.sort();
+    Discovered {
+        hooks: paths
+            .into_iter()
+            .map(|p| FoundHook {
+                name: relative_name(base, &p),
+                path: p,
+            })
+            .collect(),
+        warnings,
+    }
+}
+
 /// A module's hooks: executables under `<module_dir>/hooks`, skipping `lib`
 /// and `venv`, sorted by path. A missing `hooks` dir means no hooks.
-pub fn discover_module_hooks(module_dir: &Path) -> Result<Vec<FoundHook>, HookError> {
+pub fn discover_module_hooks(module_dir: &Path) -> Result<Discovered, HookError> {
     let hooks_dir = module_dir.join("hooks");
     if !hooks_dir.is_dir() {
-        return Ok(Vec::new());
+        return Ok(Discovered::default());
     }
-    let mut paths = Vec::new();
-    walk(&hooks_dir, &["lib", "venv"], &mut paths)?;
-    paths.sort();
-    Ok(paths
-        .into_iter()
-        .map(|p| FoundHook {
-            name: relative_name(module_dir, &p),
-            path: p,
-        })
-        .collect())
+    let (mut paths, mut warnings) = (Vec::new(), Vec::new());
+    walk(&hooks_dir, &["lib", "venv"], &mut paths, &mut warnings)?;
+    Ok(found(module_dir, paths, warnings))
 }
 
 /// Global hooks: executables under `<dir>/hooks` if that exists, else under
 /// `dir`, skipping `lib`, sorted by path. Names are relative to `dir`
 /// (`hooks/000-a/hook.sh`), as addon-operator's `normalizeHookPath` makes them.
 /// A missing dir means no hooks.
-pub fn discover_global_hooks(dir: &Path) -> Result<Vec<FoundHook>, HookError> {
+pub fn discover_global_hooks(dir: &Path) -> Result<Discovered, HookError> {
     if !dir.is_dir() {
-        return Ok(Vec::new());
+        return Ok(Discovered::default());
     }
     let sub = dir.join("hooks");
     let root = if sub.is_dir() { sub } else { dir.to_path_buf() };
-    let mut paths = Vec::new();
-    walk(&root, &["lib"], &mut paths)?;
-    paths.sort();
-    Ok(paths
-        .into_iter()
-        .map(|p| FoundHook {
-            name: relative_name(dir, &p),
-            path: p,
-        })
-        .collect())
+    let (mut paths, mut warnings) = (Vec::new(), Vec::new());
+    walk(&root, &["lib"], &mut paths, &mut warnings)?;
+    Ok(found(dir, paths, warnings))
 }
 
 /// The original antiopa layout: executables directly in `base/<stage dir>`,
-/// alphabetical. A missing dir means no hooks.
-pub fn discover_legacy_hooks(base: &Path, stage: LegacyStage) -> Result<Vec<FoundHook>, HookError> {
+/// alphabetical. A missing dir means no hooks. Files are judged as in
+/// addon-operator's layout.
+pub fn discover_legacy_hooks(base: &Path, stage: LegacyStage) -> Result<Discovered, HookError> {
     let dir = base.join(stage.dir());
     if !dir.is_dir() {
-        return Ok(Vec::new());
+        return Ok(Discovered::default());
     }
-    let mut paths = Vec::new();
+    let (mut paths, mut warnings) = (Vec::new(), Vec::new());
     for entry in fs::read_dir(&dir).map_err(|e| io_err(&dir, e))? {
         let entry = entry.map_err(|e| io_err(&dir, e))?;
         let path = entry.path();
-        let hidden = entry.file_name().to_string_lossy().starts_with('.');
-        if !hidden && is_executable_file(&path) {
-            paths.push(path);
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        match verdict(&path, &name) {
+            Verdict::Hook => paths.push(path),
+            Verdict::Ignore => {}
+            Verdict::Warn(w) => warnings.push(w),
         }
     }
-    paths.sort();
-    Ok(paths
-        .into_iter()
-        .map(|p| FoundHook {
-            name: relative_name(base, &p),
-            path: p,
-        })
-        .collect())
+    Ok(found(base, paths, warnings))
 }
 
 /// Whether `path` uses the original antiopa layout (`hooks/before-helm` or
@@ -176,11 +236,4 @@ pub fn discover_legacy_hooks(base: &Path, stage: LegacyStage) -> Result<Vec<Foun
 pub fn has_legacy_module_layout(module_dir: &Path) -> bool {
     module_dir.join(LegacyStage::BeforeHelm.dir()).is_dir()
         || module_dir.join(LegacyStage::AfterHelm.dir()).is_dir()
-}
-
-fn is_executable_file(path: &Path) -> bool {
-    match fs::metadata(path) {
-        Ok(m) => m.is_file() && m.permissions().mode() & 0o111 != 0,
-        Err(_) => false,
-    }
 }

@@ -12,6 +12,8 @@
 //! - [`context`]: binding-context JSON in shell-operator's shape.
 //! - [`exec`]: processes: timeout, process group, bounded output.
 //! - [`output`]: values patches, metrics, kubernetes operations.
+//! - [`jq`], [`jq_sandbox`]: `jqFilter`s, compiled here and run in a
+//!   worker process that a hostile filter cannot take down.
 //! - [`Hook::run`] ties them together.
 
 pub mod config;
@@ -20,6 +22,7 @@ pub mod cron;
 pub mod discovery;
 pub mod exec;
 pub mod jq;
+pub mod jq_sandbox;
 pub mod output;
 mod schema;
 
@@ -35,6 +38,7 @@ pub use config::{
 pub use context::{BindingContext, KubeEvent, SnapshotObject, Snapshots};
 pub use discovery::{FoundHook, LegacyStage};
 pub use exec::{ProcessError, ProcessOutput, RunOptions};
+pub use jq_sandbox::{JqError, JqLimits, JqRunner};
 pub use output::{KubeOperation, MetricOperation, PatchTarget};
 
 use crate::values::{PatchScope, ValuesPatch};
@@ -160,11 +164,16 @@ impl Hook {
         cmd.arg("--config");
         cmd.envs(opts.env.iter().map(|(k, v)| (k, v)));
         let mut ignore = |_: &str| {};
-        let out = exec::run_process(cmd, opts.timeout, opts.max_output_bytes, &mut ignore)
-            .map_err(|e| HookError::ConfigRun {
-                hook: name.clone(),
-                message: e.to_string(),
-            })?;
+        let out = exec::run_process(
+            cmd,
+            opts.timeout,
+            exec::OutputLimits::data(opts),
+            &mut ignore,
+        )
+        .map_err(|e| HookError::ConfigRun {
+            hook: name.clone(),
+            message: e.to_string(),
+        })?;
         if !out.status.success() {
             let tail = out.stderr.trim();
             return Err(HookError::ConfigRun {
@@ -174,6 +183,17 @@ impl Hook {
                 } else {
                     format!("{}: {tail}", out.status_text())
                 },
+            });
+        }
+        if out.stdout_dropped > 0 {
+            // Parsing the cut text would report a misleading syntax error.
+            return Err(HookError::ConfigRun {
+                hook: name,
+                message: format!(
+                    "it printed more than the {} limit ({} more dropped)",
+                    exec::fmt_bytes(opts.max_file_bytes as u64),
+                    exec::fmt_count(out.stdout_dropped)
+                ),
             });
         }
         let config = config::parse_config(&name, scope.kind(), &out.stdout)?;
@@ -267,16 +287,27 @@ impl Hook {
         cmd.envs(files.env());
         let prefix = self.name.clone();
         let mut forward = |line: &str| on_stderr(&format!("{prefix}: {line}"));
-        let proc = exec::run_process(cmd, opts.timeout, opts.max_output_bytes, &mut forward)
-            .map_err(|e| run_err(e.to_string()))?;
+        let proc = exec::run_process(
+            cmd,
+            opts.timeout,
+            exec::OutputLimits::logs(opts),
+            &mut forward,
+        )
+        .map_err(|e| run_err(e.to_string()))?;
+        if let Some(note) = proc.dropped_note() {
+            forward(&note);
+        }
         if !proc.status.success() {
             return Err(run_err(proc.status_text()));
         }
 
         let read = |var: &str| {
-            files
-                .read(var)
-                .map_err(|e| out_err(format!("cannot read {var}: {e}")))
+            files.read(var, opts.max_file_bytes).map_err(|e| {
+                out_err(format!(
+                    "cannot read {var} ({}): {e}",
+                    files.path(var).display()
+                ))
+            })
         };
         let scope = self.scope.patch_scope();
         let mut patches = Vec::new();

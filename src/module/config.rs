@@ -17,6 +17,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use super::ModuleError;
+use crate::hooks::exec::{DEFAULT_MAX_FILE_BYTES, read_capped};
 use crate::values::legacy::legacy_config;
 use crate::values::{KubeConfig, Values, parse_config_data, values_to_yaml};
 
@@ -34,10 +35,13 @@ pub struct OfflineConfig {
 impl OfflineConfig {
     /// Reads a ConfigMap manifest (YAML or JSON).
     pub fn read(path: &Path) -> Result<OfflineConfig, ModuleError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ModuleError::Io {
+        // A ConfigMap holds at most 1 MiB in a cluster; anything near the
+        // cap is a mistake, and beyond it parsing could exhaust memory.
+        let bytes = read_capped(path, DEFAULT_MAX_FILE_BYTES).map_err(|e| ModuleError::Io {
             path: path.display().to_string(),
-            message: e.to_string(),
+            message: e.describe("config file"),
         })?;
+        let text = String::from_utf8_lossy(&bytes);
         Self::parse(&text).map_err(|message| ModuleError::Config {
             path: path.display().to_string(),
             message,

@@ -19,7 +19,9 @@
 //!    `global.enabledModules` listing the modules enabled before it, in
 //!    module order) and `CONFIG_VALUES_PATH`, writes `true`/`false` to
 //!    `MODULE_ENABLED_RESULT` and optionally a reason to
-//!    `MODULE_ENABLED_REASON`.
+//!    `MODULE_ENABLED_REASON`. A script that fails, times out or writes
+//!    anything else is an error ([`EnabledScriptError`]), as in
+//!    addon-operator, never a silent "disabled".
 //!
 //! With no opinion a module is disabled — except a module in the original
 //! antiopa layout, where every module ran unless `disable-modules` named it.
@@ -30,7 +32,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::hooks::exec::{RunOptions, run_process};
+use crate::hooks::exec::{OutputLimits, RunOptions, read_capped, run_process};
 use crate::values::{PatchOp, Values, enabled_key};
 
 /// A module's enabled state and why.
@@ -39,7 +41,11 @@ pub struct EnabledState {
     pub enabled: bool,
     /// Which step decided, in words (`values.yaml: fooEnabled: true`).
     pub reason: String,
-    /// The `enabled` script failed: the module is treated as disabled.
+    /// The `enabled` script failed (the [`EnabledScriptError`] text): the
+    /// module's state is unknown. `enabled` is then false so that nothing
+    /// runs it, but it is not disabled either: it must be neither rendered
+    /// nor uninstalled; [`crate::module::Session::compute_enabled`] returns
+    /// the failures as an error.
     pub error: Option<String>,
 }
 
@@ -131,9 +137,27 @@ pub fn state_before_script(i: &EnabledInputs<'_>) -> EnabledState {
     st
 }
 
+/// Why an `enabled` script gave no answer. addon-operator makes this a
+/// permanent error of the converge ("failed to execute 'x' module's enabled
+/// script"), never a "disabled": a script that crashes must not uninstall
+/// its module. Kept per module as data, so that a caller (the operator)
+/// can fail just that module and keep running the others.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("module '{module}': enabled script {script} failed: {message}")]
+pub struct EnabledScriptError {
+    pub module: String,
+    /// The script's path, as discovered.
+    pub script: String,
+    /// What went wrong: exit status and the last stderr line, the timeout,
+    /// or the text it wrote instead of `true`/`false`.
+    pub message: String,
+}
+
 /// Runs an `enabled` script (`RunEnabledScript`): `values` and
 /// `config_values` go to `VALUES_PATH` / `CONFIG_VALUES_PATH`; the result is
-/// `Ok((enabled, reason))`, or an error text.
+/// `(enabled, reason)`. A script that cannot start, fails, times out
+/// (`opts.timeout`) or writes something other than `true`/`false` is an
+/// error naming the module and the script.
 pub fn run_enabled_script(
     script: &Path,
     module: &str,
@@ -141,7 +165,7 @@ pub fn run_enabled_script(
     config_values: &Values,
     opts: &RunOptions,
     on_stderr: &mut dyn FnMut(&str),
-) -> Result<(bool, Option<String>), String> {
+) -> Result<(bool, Option<String>), EnabledScriptError> {
     let dir = opts
         .tmp_dir
         .join(format!("{module}-enabled-{}", uuid::Uuid::new_v4()));
@@ -167,29 +191,38 @@ pub fn run_enabled_script(
             .env("MODULE_ENABLED_REASON", &reason_path);
         let prefix = format!("{module}/enabled");
         let mut forward = |line: &str| on_stderr(&format!("{prefix}: {line}"));
-        let out = run_process(cmd, opts.timeout, opts.max_output_bytes, &mut forward)
+        let out = run_process(cmd, opts.timeout, OutputLimits::logs(opts), &mut forward)
             .map_err(|e| e.to_string())?;
         if !out.status.success() {
-            return Err(out.status_text());
+            return Err(out.failure_text());
         }
-        let result = std::fs::read_to_string(&result_path).unwrap_or_default();
+        let read = |p: &Path, var: &str| {
+            read_capped(p, opts.max_file_bytes)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .map_err(|e| format!("cannot read {var} ({}): {e}", p.display()))
+        };
+        let result = read(&result_path, "MODULE_ENABLED_RESULT")?;
         let enabled = match result.trim() {
             "true" => true,
             "false" => false,
             other => {
+                let shown: String = other.chars().take(100).collect();
+                let more = if shown.len() < other.len() { "…" } else { "" };
                 return Err(format!(
-                    "MODULE_ENABLED_RESULT must be 'true' or 'false', got '{other}'"
+                    "MODULE_ENABLED_RESULT must be 'true' or 'false', got '{shown}{more}'"
                 ));
             }
         };
-        let reason = std::fs::read_to_string(&reason_path)
-            .ok()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty());
+        let reason = read(&reason_path, "MODULE_ENABLED_REASON")?;
+        let reason = Some(reason.trim().to_string()).filter(|s| !s.is_empty());
         Ok((enabled, reason))
     })();
     if !opts.keep_tmp_files {
         let _ = std::fs::remove_dir_all(&dir);
     }
-    res
+    res.map_err(|message| EnabledScriptError {
+        module: module.to_string(),
+        script: script.display().to_string(),
+        message,
+    })
 }

@@ -22,7 +22,7 @@ pub mod tree_render;
 
 pub use config::{OfflineConfig, write_config_data};
 pub use discovery::{Module, ModulesSettings, ModulesTree, discover};
-pub use enabled::EnabledState;
+pub use enabled::{EnabledScriptError, EnabledState};
 pub use render::{RenderOptions, RenderedModule, render_modules};
 pub use session::Session;
 
@@ -54,6 +54,17 @@ pub enum ModuleError {
     UnknownModule(String),
     #[error("module '{module}': render: {message}")]
     Render { module: String, message: String },
+    /// `enabled` scripts that gave no answer, one per module.
+    #[error("{}", enabled_failures_text(.0))]
+    EnabledScripts(Vec<enabled::EnabledScriptError>),
+}
+
+fn enabled_failures_text(failed: &[enabled::EnabledScriptError]) -> String {
+    failed
+        .iter()
+        .map(|e| e.to_string())
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Values errors mostly name their module already (`module 'x': validate

@@ -250,16 +250,27 @@ pub fn render_chart(
 }
 
 /// Copies a directory tree (symlinks followed).
+/// Copies a module without `Chart.yaml` to give it one. Only directories
+/// and regular files (symlinks followed) are copied: copying a FIFO would
+/// block forever and a link to `/dev/zero` would never end, so anything
+/// else fails with the error the chart loader gives for it in a chart
+/// that has a `Chart.yaml` (helm's).
 fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(to)?;
     for e in std::fs::read_dir(from)? {
         let e = e?;
         let src = e.path();
         let dst = to.join(e.file_name());
-        if std::fs::metadata(&src)?.is_dir() {
+        let md = std::fs::metadata(&src)?;
+        if md.is_dir() {
             copy_dir(&src, &dst)?;
-        } else {
+        } else if md.is_file() {
             std::fs::copy(&src, &dst)?;
+        } else {
+            return Err(std::io::Error::other(format!(
+                "cannot load irregular file {} as it has file mode type bits set",
+                src.display()
+            )));
         }
     }
     Ok(())

@@ -42,9 +42,10 @@ use crate::hooks::context::{
 use crate::hooks::discovery::{
     discover_global_hooks, discover_legacy_hooks, discover_module_hooks,
 };
-use crate::hooks::exec::{RunOptions, run_process};
+use crate::hooks::exec::{OutputLimits, RunOptions, fmt_bytes, fmt_count, run_process};
 use crate::hooks::{
-    BindingContext, BindingType, Hook, HookScope, LegacyStage, RunInput, Snapshots, sort_by_binding,
+    BindingContext, BindingType, Hook, HookScope, JqRunner, LegacyStage, RunInput, Snapshots,
+    sort_by_binding,
 };
 use crate::values::legacy::LegacySources;
 use crate::values::merge::merge_into;
@@ -53,6 +54,10 @@ use crate::values::sources::{
     static_enabled_modules,
 };
 use crate::values::{EffectiveValues, PatchOp, Values, ValuesSources, legacy_values, values_key};
+
+/// The largest `--snapshots` file read: a recorded cluster dump may be
+/// big, but beyond this parsing it would risk the process's memory.
+pub const MAX_SNAPSHOTS_BYTES: usize = 256 << 20;
 
 /// Offline input for kubernetes bindings' snapshots (`--snapshots FILE`).
 #[derive(Clone, Debug, Default)]
@@ -75,7 +80,9 @@ impl SnapshotInput {
             path: path.display().to_string(),
             message,
         };
-        let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+        let bytes = crate::hooks::exec::read_capped(path, MAX_SNAPSHOTS_BYTES)
+            .map_err(|e| fail(e.describe("snapshots file")))?;
+        let text = String::from_utf8_lossy(&bytes);
         let v = crate::values::convert::value_from_yaml(&text).map_err(|e| fail(e.0))?;
         match v {
             Value::Array(items) => Ok(SnapshotInput::Objects(items)),
@@ -107,12 +114,12 @@ impl SnapshotInput {
         }
     }
 
-    /// One hook's snapshots.
-    pub fn for_hook(&self, hook: &Hook) -> Result<Snapshots, String> {
+    /// One hook's snapshots, its jqFilters run by `jq`.
+    pub fn for_hook(&self, hook: &Hook, jq: &JqRunner) -> Result<Snapshots, String> {
         match self {
             SnapshotInput::None => Ok(Snapshots::new()),
-            SnapshotInput::Recorded(r) => snapshots_from_recorded(&hook.config, r),
-            SnapshotInput::Objects(o) => snapshots_from_objects(&hook.config, o),
+            SnapshotInput::Recorded(r) => snapshots_from_recorded(&hook.config, r, jq),
+            SnapshotInput::Objects(o) => snapshots_from_objects(&hook.config, o, jq),
         }
     }
 }
@@ -204,7 +211,12 @@ impl Session {
     }
 
     /// Loads the global hooks (`--config` of each), once per session.
-    pub fn load_global_hooks(&mut self) -> Result<(), ModuleError> {
+    /// Files skipped with a warning (see [`crate::hooks::discovery`]) are
+    /// reported through `on_stderr`.
+    pub fn load_global_hooks(
+        &mut self,
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<(), ModuleError> {
         if self.global_hooks_loaded {
             return Ok(());
         }
@@ -214,13 +226,28 @@ impl Session {
         };
         let legacy_dir = dir.join(LegacyStage::OnKubeNodeChange.dir());
         let mut hooks = Vec::new();
-        for found in discover_global_hooks(&dir).map_err(hook_err)? {
+        let found = discover_global_hooks(&dir).map_err(hook_err)?;
+        let legacy =
+            discover_legacy_hooks(&dir, LegacyStage::OnKubeNodeChange).map_err(hook_err)?;
+        // The legacy dir's files are judged (and warned about) once, there.
+        let legacy_text = legacy_dir.display().to_string();
+        for w in found
+            .warnings
+            .iter()
+            .filter(|w| !w.starts_with(&legacy_text))
+        {
+            on_stderr(&format!("warning: global hooks: {w}"));
+        }
+        for w in &legacy.warnings {
+            on_stderr(&format!("warning: global hooks: {w}"));
+        }
+        for found in found.hooks {
             if found.path.starts_with(&legacy_dir) {
                 continue;
             }
             hooks.push(Hook::load(found, HookScope::Global, &self.run).map_err(hook_err)?);
         }
-        for found in discover_legacy_hooks(&dir, LegacyStage::OnKubeNodeChange).map_err(hook_err)? {
+        for found in legacy.hooks {
             hooks.push(Hook::legacy(
                 found,
                 HookScope::Global,
@@ -236,7 +263,7 @@ impl Session {
     /// kubernetes `Synchronization`, then `beforeAll` bindings, applying
     /// their patches (addon-operator's start-up order).
     pub fn run_global_hooks(&mut self, on_stderr: &mut dyn FnMut(&str)) -> Result<(), ModuleError> {
-        self.load_global_hooks()?;
+        self.load_global_hooks(on_stderr)?;
         self.run_global_binding(BindingType::OnStartup, on_stderr)?;
         self.run_global_synchronization(on_stderr)?;
         self.run_global_binding(BindingType::BeforeAll, on_stderr)
@@ -248,7 +275,7 @@ impl Session {
     /// enabled state, every module, `afterAll`; global-hook-run/task.go,
     /// `LastAfterAllHook`).
     pub fn run_after_all(&mut self, on_stderr: &mut dyn FnMut(&str)) -> Result<bool, ModuleError> {
-        self.load_global_hooks()?;
+        self.load_global_hooks(on_stderr)?;
         let values = self.values.global.values().clone();
         let flags = dynamic_enabled(&self.enabled_ops);
         self.run_global_binding(BindingType::AfterAll, on_stderr)?;
@@ -269,7 +296,7 @@ impl Session {
         for hook in &hooks {
             let snapshots = self
                 .snapshots
-                .for_hook(hook)
+                .for_hook(hook, &self.run.jq)
                 .map_err(|e| ModuleError::Hook(format!("hook '{}': snapshots: {e}", hook.name)))?;
             let ctx = context_for(binding, hook, &snapshots);
             self.run_global_hook(hook, binding, &ctx, on_stderr)?;
@@ -344,13 +371,18 @@ impl Session {
     }
 
     /// The enabled state of every module (see [`super::enabled`]), then
-    /// `global.enabledModules`.
+    /// `global.enabledModules`. Every module is looked at even when an
+    /// `enabled` script fails; the failures then come back as
+    /// [`ModuleError::EnabledScripts`] (their modules' states carry the
+    /// error and count as neither enabled nor disabled), so a caller may
+    /// stop, as the CLI does, or go on with the others.
     pub fn compute_enabled(&mut self, on_stderr: &mut dyn FnMut(&str)) -> Result<(), ModuleError> {
         let dir_values: Vec<Values> = self.dir_values.iter().flatten().cloned().collect();
         let static_enabled =
             static_enabled_modules(&dir_values).map_err(|e| ModuleError::global_values(&e))?;
         let dynamic = dynamic_enabled(&self.enabled_ops);
         let mut enabled_so_far: Vec<String> = Vec::new();
+        let mut failed = Vec::new();
         let modules = self.tree.modules.clone();
         for m in &modules {
             let module_flag = if m.legacy {
@@ -409,8 +441,9 @@ impl Session {
                     }
                     Err(e) => {
                         st.enabled = false;
-                        st.reason = format!("enabled script failed: {e}");
-                        st.error = Some(format!("module '{}': enabled script: {e}", m.name));
+                        st.reason = format!("enabled script failed: {}", e.message);
+                        st.error = Some(e.to_string());
+                        failed.push(e);
                     }
                 }
             }
@@ -435,7 +468,11 @@ impl Session {
                 .append_patch(&[op])
                 .map_err(|e| ModuleError::global_values(&e))?;
         }
-        Ok(())
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(ModuleError::EnabledScripts(failed))
+        }
     }
 
     /// Names of the enabled modules, in module order.
@@ -580,17 +617,24 @@ impl Session {
         let mut forward = |line: &str| on_stderr(&format!("{prefix}: {line}"));
         let fail = |message: String| ModuleError::Values {
             module: m.name.clone(),
-            message: format!("initial_values: {message}"),
+            message: format!("initial_values ({}): {message}", script.display()),
         };
         let out = run_process(
             cmd,
             self.run.timeout,
-            self.run.max_output_bytes,
+            OutputLimits::data(&self.run),
             &mut forward,
         )
         .map_err(|e| fail(e.to_string()))?;
         if !out.status.success() {
             return Err(fail(out.status_text()));
+        }
+        if out.stdout_dropped > 0 {
+            return Err(fail(format!(
+                "it printed more than the {} limit ({} more dropped)",
+                fmt_bytes(self.run.max_file_bytes as u64),
+                fmt_count(out.stdout_dropped)
+            )));
         }
         if out.stdout.trim().is_empty() {
             return Ok(None);
@@ -603,7 +647,11 @@ impl Session {
     /// A module's hooks, loaded (`--config` of each) on first use: an
     /// addon-operator layout module's `hooks/`, or the original layout's
     /// `hooks/before-helm/` and `hooks/after-helm/`.
-    fn module_hooks(&mut self, m: &Module) -> Result<Vec<Hook>, ModuleError> {
+    fn module_hooks(
+        &mut self,
+        m: &Module,
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<Vec<Hook>, ModuleError> {
         if let Some(h) = self.module_hooks.get(&m.name) {
             return Ok(h.clone());
         }
@@ -614,14 +662,19 @@ impl Session {
             values_key: values_key(&m.name),
         };
         let mut hooks = Vec::new();
+        let mut warn = |w: &str| on_stderr(&format!("warning: module '{name}': {w}"));
         if m.legacy {
             for stage in [LegacyStage::BeforeHelm, LegacyStage::AfterHelm] {
-                for found in discover_legacy_hooks(&m.path, stage).map_err(&herr)? {
+                let found = discover_legacy_hooks(&m.path, stage).map_err(&herr)?;
+                found.warnings.iter().for_each(|w| warn(w));
+                for found in found.hooks {
                     hooks.push(Hook::legacy(found, scope.clone(), stage));
                 }
             }
         } else {
-            for found in discover_module_hooks(&m.path).map_err(&herr)? {
+            let found = discover_module_hooks(&m.path).map_err(&herr)?;
+            found.warnings.iter().for_each(|w| warn(w));
+            for found in found.hooks {
                 hooks.push(Hook::load(found, scope.clone(), &self.run).map_err(&herr)?);
             }
         }
@@ -673,9 +726,9 @@ impl Session {
         on_stderr: &mut dyn FnMut(&str),
     ) -> Result<(), ModuleError> {
         let m = self.module(name)?.clone();
-        let hooks = self.module_hooks(&m)?;
+        let hooks = self.module_hooks(&m, on_stderr)?;
         for hook in sort_by_binding(&hooks, binding) {
-            let snapshots = self.snapshots.for_hook(hook).map_err(|e| {
+            let snapshots = self.snapshots.for_hook(hook, &self.run.jq).map_err(|e| {
                 ModuleError::Hook(format!(
                     "module '{name}': hook '{}': snapshots: {e}",
                     hook.name
@@ -696,7 +749,7 @@ impl Session {
         on_stderr: &mut dyn FnMut(&str),
     ) -> Result<(), ModuleError> {
         let m = self.module(name)?.clone();
-        let hooks = self.module_hooks(&m)?;
+        let hooks = self.module_hooks(&m, on_stderr)?;
         for hook in sort_by_binding(&hooks, BindingType::Kubernetes) {
             let ctx = self.sync_contexts(hook).map_err(|e| {
                 ModuleError::Hook(format!(
@@ -718,7 +771,7 @@ impl Session {
     /// Synchronization tasks (groups give one `Group` context). Empty when
     /// no binding runs on Synchronization.
     fn sync_contexts(&self, hook: &Hook) -> Result<Vec<BindingContext>, String> {
-        let snapshots = self.snapshots.for_hook(hook)?;
+        let snapshots = self.snapshots.for_hook(hook, &self.run.jq)?;
         let runs = hook
             .config
             .kubernetes

@@ -37,26 +37,43 @@ fn load(rel: &str, scope: HookScope) -> Result<Hook, String> {
 
 #[test]
 fn module_hooks_are_found_recursively_sorted_skipping_lib_venv_and_non_executables() {
-    let found = discover_module_hooks(&fixtures().join("discovery/module/001-my-module")).unwrap();
+    let discovered =
+        discover_module_hooks(&fixtures().join("discovery/module/001-my-module")).unwrap();
+    let found = discovered.hooks;
     assert_eq!(
         names(&found),
         ["hooks/a.sh", "hooks/b.sh", "hooks/sub/c.sh"]
+    );
+    // The non-executable file is skipped with shell-operator's reason;
+    // lib/ and venv/ stay silent.
+    assert_eq!(discovered.warnings.len(), 1, "{:?}", discovered.warnings);
+    assert!(
+        discovered.warnings[0].ends_with(
+            "hooks/not-executable.sh: skipped: not executable (chmod +x is required to run this hook)"
+        ),
+        "{:?}",
+        discovered.warnings
     );
 }
 
 #[test]
 fn global_hooks_use_the_hooks_subdir_and_skip_hidden_docs_and_lib() {
-    let found = discover_global_hooks(&fixtures().join("discovery/global")).unwrap();
+    let found = discover_global_hooks(&fixtures().join("discovery/global"))
+        .unwrap()
+        .hooks;
     assert_eq!(
         names(&found),
         ["hooks/000-startup/hook.sh", "hooks/100-second.sh"]
     );
     // Without a hooks/ subdir the dir itself is searched.
-    let found = discover_global_hooks(&fixtures().join("discovery/global/hooks")).unwrap();
+    let found = discover_global_hooks(&fixtures().join("discovery/global/hooks"))
+        .unwrap()
+        .hooks;
     assert_eq!(names(&found), ["000-startup/hook.sh", "100-second.sh"]);
     assert!(
         discover_global_hooks(&fixtures().join("no-such-dir"))
             .unwrap()
+            .hooks
             .is_empty()
     );
 }
@@ -68,15 +85,21 @@ fn legacy_layout_runs_hooks_alphabetically() {
     assert!(!has_legacy_module_layout(
         &fixtures().join("discovery/module/001-my-module")
     ));
-    let before = discover_legacy_hooks(&module, LegacyStage::BeforeHelm).unwrap();
+    let before = discover_legacy_hooks(&module, LegacyStage::BeforeHelm)
+        .unwrap()
+        .hooks;
     assert_eq!(
         names(&before),
         ["hooks/before-helm/10-first", "hooks/before-helm/20-second"]
     );
-    let after = discover_legacy_hooks(&module, LegacyStage::AfterHelm).unwrap();
+    let after = discover_legacy_hooks(&module, LegacyStage::AfterHelm)
+        .unwrap()
+        .hooks;
     assert_eq!(names(&after), ["hooks/after-helm/only"]);
     let global = fixtures().join("discovery/legacy/global-hooks");
-    let node = discover_legacy_hooks(&global, LegacyStage::OnKubeNodeChange).unwrap();
+    let node = discover_legacy_hooks(&global, LegacyStage::OnKubeNodeChange)
+        .unwrap()
+        .hooks;
     assert_eq!(
         names(&node),
         ["on-kube-node-change/a-hook", "on-kube-node-change/b-hook"]

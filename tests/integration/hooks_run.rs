@@ -10,7 +10,7 @@ use antiopa::hooks::context::{
 };
 use antiopa::hooks::output::{KubeOperation, PatchBody};
 use antiopa::hooks::{
-    FoundHook, Hook, HookError, HookKind, HookScope, RunInput, RunOptions, WatchEvent,
+    FoundHook, Hook, HookError, HookKind, HookScope, JqRunner, RunInput, RunOptions, WatchEvent,
 };
 use serde_json::{Value, json};
 
@@ -31,7 +31,7 @@ fn opts(tmp: &Path) -> RunOptions {
         timeout: Some(Duration::from_secs(20)),
         keep_tmp_files: false,
         max_output_bytes: 4096,
-        env: Vec::new(),
+        ..RunOptions::default()
     }
 }
 
@@ -260,7 +260,7 @@ fn binding_context_shapes() {
     let nodes = cfg.kubernetes_binding("nodes").unwrap();
     let snap = |b, objs: Vec<Value>| -> Vec<SnapshotObject> {
         objs.into_iter()
-            .map(|o| SnapshotObject::new(b, o).unwrap())
+            .map(|o| SnapshotObject::new(b, o, &JqRunner::default()).unwrap())
             .collect()
     };
     let mut all = Snapshots::new();
@@ -307,7 +307,7 @@ fn binding_context_shapes() {
             nodes,
             KubeEvent::Event {
                 watch_event: WatchEvent::Added,
-                object: Some(SnapshotObject::new(nodes, node).unwrap()),
+                object: Some(SnapshotObject::new(nodes, node, &JqRunner::default()).unwrap()),
             },
             &all,
         ),
@@ -339,7 +339,7 @@ fn binding_context_shapes() {
         b,
         KubeEvent::Event {
             watch_event: WatchEvent::Modified,
-            object: Some(SnapshotObject::new(b, pod("ns", "p")).unwrap()),
+            object: Some(SnapshotObject::new(b, pod("ns", "p"), &JqRunner::default()).unwrap()),
         },
         &Snapshots::new(),
     )];
@@ -395,7 +395,7 @@ kubernetes:
         json!({"kind": "Namespace", "metadata": {"name": "a", "labels": {"team": "a"}}}),
         json!({"kind": "Namespace", "metadata": {"name": "b"}}),
     ];
-    let snaps = snapshots_from_objects(&cfg, &objects).unwrap();
+    let snaps = snapshots_from_objects(&cfg, &objects, &JqRunner::default()).unwrap();
     let names = |b: &str| -> Vec<String> {
         snaps[b]
             .iter()

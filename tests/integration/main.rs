@@ -22,6 +22,7 @@ mod diff;
 mod errors;
 mod hooks_config;
 mod hooks_run;
+mod hostile_hooks;
 mod module_config;
 mod module_shipped;
 mod module_tree;
