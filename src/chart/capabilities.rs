@@ -277,6 +277,13 @@ impl Object for CapabilitiesObject {
         HelmVersionObject.fmt_v(out);
         out.push('}');
     }
+    fn json_fields(&self) -> Option<Vec<(&'static str, Value)>> {
+        Some(vec![
+            ("KubeVersion", Value::Object(self.kube.clone())),
+            ("APIVersions", Value::Object(self.apis.clone())),
+            ("HelmVersion", Value::Object(Rc::new(HelmVersionObject))),
+        ])
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -331,6 +338,13 @@ impl Object for KubeVersionObject {
             "{{{} {} {}}}",
             self.0.version, self.0.major, self.0.minor
         ));
+    }
+    fn json_fields(&self) -> Option<Vec<(&'static str, Value)>> {
+        Some(vec![
+            ("Version", Value::str(&self.0.version)),
+            ("Major", Value::str(&self.0.major)),
+            ("Minor", Value::str(&self.0.minor)),
+        ])
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -400,6 +414,15 @@ impl Object for HelmVersionObject {
         out.push_str(&format!(
             "{{{HELM_VERSION} {HELM_GIT_COMMIT} {HELM_GIT_TREE_STATE} {HELM_GO_VERSION}}}"
         ));
+    }
+    /// `version.BuildInfo`'s `json` tags (all `omitempty`; none is empty).
+    fn json_fields(&self) -> Option<Vec<(&'static str, Value)>> {
+        Some(vec![
+            ("version", Value::str(HELM_VERSION)),
+            ("git_commit", Value::str(HELM_GIT_COMMIT)),
+            ("git_tree_state", Value::str(HELM_GIT_TREE_STATE)),
+            ("go_version", Value::str(HELM_GO_VERSION)),
+        ])
     }
     fn as_any(&self) -> &dyn Any {
         self

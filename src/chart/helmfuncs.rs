@@ -221,7 +221,9 @@ fn to_json(_: &Env, args: &[Value]) -> FuncResult {
     // encoding/json writes each invalid byte of a Go string that is not
     // UTF-8 as `\ufffd`, which the YAML model cannot carry; the engine's
     // encoder (the same encoding/json rules) can.
-    if let Some(v) = args.first().filter(|v| has_byte_string(v)) {
+    // A struct's fields keep their declaration order there too, which
+    // the YAML model's sorted maps would lose.
+    if let Some(v) = args.first().filter(|v| has_byte_string(v) || has_struct(v)) {
         return Ok(Value::string(
             crate::engine::funcs::sprig::json::to_json(v, true, "").unwrap_or_default(),
         ));
@@ -232,6 +234,15 @@ fn to_json(_: &Env, args: &[Value]) -> FuncResult {
             .and_then(|y| crate::yaml::to_json(&y).ok())
             .unwrap_or_default(),
     ))
+}
+
+fn has_struct(v: &Value) -> bool {
+    match v {
+        Value::Object(o) => o.json_fields().is_some(),
+        Value::List(l) => l.items.iter().any(has_struct),
+        Value::Map(m) => m.borrow().values().any(has_struct),
+        _ => false,
+    }
 }
 
 fn has_byte_string(v: &Value) -> bool {

@@ -359,6 +359,13 @@ pub trait Object {
     fn json_value(&self) -> Option<Value> {
         None
     }
+    /// encoding/json of a struct without `MarshalJSON`: its exported
+    /// fields in declaration order (which a map, sorted, would lose) under
+    /// their JSON names (`json` tags; fields that `omitempty` drops left
+    /// out). Consulted after [`Object::json_value`].
+    fn json_fields(&self) -> Option<Vec<(&'static str, Value)>> {
+        None
+    }
 }
 
 impl Value {

@@ -448,9 +448,15 @@ pub fn kind_of(v: &Value) -> &str {
     v.kind_name()
 }
 
-/// True for Go slices and arrays (what Sprig's list functions accept).
+/// True for Go slices and arrays (what Sprig's list functions accept),
+/// named slice types with methods included (`.Capabilities.APIVersions`
+/// is a `chartutil.VersionSet`: reflection sees a slice).
 pub fn is_slice(v: &Value) -> bool {
-    matches!(v, Value::List(_) | Value::Bytes(_))
+    match v {
+        Value::List(_) | Value::Bytes(_) => true,
+        Value::Object(o) => o.kind_name() == "slice",
+        _ => false,
+    }
 }
 
 /// The elements of a slice value (`[]byte` elements as numbers).
@@ -459,6 +465,7 @@ pub fn slice_items(v: &Value) -> Vec<Value> {
         Value::List(l) => l.items.clone(),
         // uint8 has no Value of its own; the numbers print the same.
         Value::Bytes(b) => b.iter().map(|x| Value::Int(i64::from(*x))).collect(),
+        Value::Object(o) => o.underlying().map(|u| slice_items(&u)).unwrap_or_default(),
         _ => Vec::new(),
     }
 }

@@ -145,6 +145,35 @@ fn encode_inner(
         Value::Object(o) => match o.json_value() {
             // Struct fields or a MarshalJSON result, as the object describes them.
             Some(jv) => encode(&jv, html, indent, depth, ancestors, out)?,
+            // A struct: its fields in declaration order.
+            None if o.json_fields().is_some() => {
+                let fields = o.json_fields().unwrap_or_default();
+                out.push('{');
+                for (i, (k, item)) in fields.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    if !indent.is_empty() {
+                        newline(indent, depth + 1, out);
+                    }
+                    encode_string(k, html, out);
+                    out.push(':');
+                    if !indent.is_empty() {
+                        out.push(' ');
+                    }
+                    encode(item, html, indent, depth + 1, ancestors, out)?;
+                }
+                if !indent.is_empty() && !fields.is_empty() {
+                    newline(indent, depth, out);
+                }
+                out.push('}');
+            }
+            // A named slice or map type (`chartutil.VersionSet`,
+            // `engine.files`): encoding/json sees the slice or map.
+            None if o.underlying().is_some() => {
+                let u = o.underlying().unwrap_or(Value::Nil);
+                encode(&u, html, indent, depth, ancestors, out)?
+            }
             None => {
                 let mut s = String::new();
                 fmt_v(v, &mut s);

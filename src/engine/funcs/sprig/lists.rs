@@ -142,6 +142,11 @@ fn slice(_: &Env, a: &[Value]) -> FuncResult {
             kind_of(&list)
         ));
     }
+    // A named slice type (`.Capabilities.APIVersions`) slices as its list.
+    let list = match &list {
+        Value::Object(o) => o.underlying().unwrap_or(Value::Nil),
+        _ => list,
+    };
     let len = match &list {
         Value::List(l) => l.items.len(),
         Value::Bytes(b) => b.len(),

@@ -696,15 +696,20 @@ pub fn strslice(v: &Value) -> Vec<String> {
         Value::List(l) => l.items.iter().filter(|x| !x.is_nil()).map(strval).collect(),
         Value::Bytes(b) => b.iter().map(|x| x.to_string()).collect(),
         Value::Nil => Vec::new(),
+        // A named slice type (`.Capabilities.APIVersions`).
+        Value::Object(o) if o.kind_name() == "slice" => {
+            o.underlying().map(|u| strslice(&u)).unwrap_or_default()
+        }
         other => vec![strval(other)],
     }
 }
 
 fn sort_alpha(_: &Env, a: &[Value]) -> FuncResult {
     let v = arg(a, 0);
-    let mut items = match v {
-        Value::List(_) | Value::Bytes(_) => strslice(&v),
-        other => vec![strval(&other)],
+    let mut items = if super::conv::is_slice(&v) {
+        strslice(&v)
+    } else {
+        vec![strval(&v)]
     };
     items.sort();
     Ok(string_list(items))
