@@ -357,57 +357,11 @@ fn translate(expr: &str) -> Result<String, String> {
     let chars: Vec<char> = expr.chars().collect();
     let mut out = String::with_capacity(expr.len() + 8);
     let mut i = 0;
-    let mut in_class = false;
     // Where the last repetition operator began (for Go's nested-repetition
     // error), if the previous token was one.
     let mut last_rep: Option<usize> = None;
     while i < chars.len() {
         let c = chars[i];
-        if in_class {
-            match c {
-                ']' => {
-                    in_class = false;
-                    out.push(']');
-                }
-                '[' if chars.get(i + 1) == Some(&':') => {
-                    // POSIX class [:alpha:]: copy through the closing ":]".
-                    let rest: String = chars[i..].iter().collect();
-                    if let Some(end) = rest.find(":]") {
-                        out.push_str(&rest[..end + 2]);
-                        i += rest[..end + 2].chars().count();
-                        continue;
-                    }
-                    out.push_str("\\[");
-                }
-                '[' | '&' | '~' => {
-                    out.push('\\');
-                    out.push(c);
-                }
-                '-' if chars.get(i + 1) == Some(&'-') => out.push_str("\\-"),
-                '\\' => {
-                    let Some(&n) = chars.get(i + 1) else {
-                        return Err(err("trailing backslash at end of expression", ""));
-                    };
-                    i += 1;
-                    match n {
-                        '0'..='7' if octal_escape(&chars, &mut i, &mut out) => {}
-                        'd' => out.push_str("0-9"),
-                        'w' => out.push_str("0-9A-Za-z_"),
-                        's' => out.push_str("\\t\\n\\f\\r "),
-                        'D' => out.push_str("[^0-9]"),
-                        'W' => out.push_str("[^0-9A-Za-z_]"),
-                        'S' => out.push_str("[^\\t\\n\\f\\r ]"),
-                        _ => {
-                            out.push('\\');
-                            out.push(n);
-                        }
-                    }
-                }
-                _ => out.push(c),
-            }
-            i += 1;
-            continue;
-        }
         let is_rep = matches!(c, '*' | '+' | '?') || c == '{' && is_repeat_count(&chars[i..]);
         if is_rep {
             let op_end = if c == '{' {
@@ -449,16 +403,8 @@ fn translate(expr: &str) -> Result<String, String> {
         last_rep = None;
         match c {
             '[' => {
-                in_class = true;
-                out.push('[');
-                if chars.get(i + 1) == Some(&'^') {
-                    out.push('^');
-                    i += 1;
-                }
-                if chars.get(i + 1) == Some(&']') {
-                    out.push_str("\\]");
-                    i += 1;
-                }
+                i = translate_class(&chars, i, &mut out)?;
+                continue;
             }
             '{' => out.push_str("\\{"),
             '\\' => {
@@ -497,6 +443,222 @@ fn translate(expr: &str) -> Result<String, String> {
         i += 1;
     }
     Ok(out)
+}
+
+/// Translates the Go character class starting at `chars[start]` (`[`) as
+/// Go's `parser.parseClass` reads it, into an explicit class of the
+/// `regex` crate, and returns the index after its `]`. Go's rules differ
+/// from the crate's: `-` after a class escape (`[\w-.]`), or first or last,
+/// is a literal; a range needs single characters at both ends; `[`, `&&`,
+/// `--` and `~~` mean nothing special; `\d`, `\w`, `\s` are ASCII. Every
+/// literal is written as `\x{…}`, so nothing in the output can be read as
+/// the crate's own class syntax.
+fn translate_class(chars: &[char], start: usize, out: &mut String) -> Result<usize, String> {
+    let whole = || chars[start..].iter().collect::<String>();
+    let mut i = start + 1;
+    let mut body = String::new();
+    let negated = chars.get(i) == Some(&'^');
+    if negated {
+        i += 1;
+    }
+    let mut first = true;
+    loop {
+        match chars.get(i) {
+            Some(']') if !first => break,
+            None => return Err(err("missing closing ]", &whole())),
+            _ => {}
+        }
+        first = false;
+        // POSIX `[:alpha:]`, `[:^alpha:]`.
+        if chars.get(i) == Some(&'[') && chars.get(i + 1) == Some(&':') {
+            let rest: String = chars[i..].iter().collect();
+            if let Some(end) = rest[2..].find(":]") {
+                let name = &rest[..end + 4];
+                let bare = name[2..name.len() - 2].trim_start_matches('^');
+                if !POSIX_CLASSES.contains(&bare) {
+                    return Err(err("invalid character class range", name));
+                }
+                body.push_str(name);
+                i += name.chars().count();
+                continue;
+            }
+        }
+        if chars.get(i) == Some(&'\\') {
+            match chars.get(i + 1) {
+                // Unicode classes `\pL`, `\p{Greek}`, `\P{^Greek}`.
+                Some(&p @ ('p' | 'P')) => {
+                    let (mut neg, name, len) = match chars.get(i + 2) {
+                        Some('{') => {
+                            let close = chars[i + 2..].iter().position(|&c| c == '}');
+                            let Some(close) = close else {
+                                let frag: String = chars[i..].iter().collect();
+                                return Err(err("invalid character class range", &frag));
+                            };
+                            let name: String = chars[i + 3..i + 2 + close].iter().collect();
+                            (p == 'P', name, close + 3)
+                        }
+                        Some(&c) => (p == 'P', c.to_string(), 3),
+                        None => return Err(err("invalid escape sequence", &format!("\\{p}"))),
+                    };
+                    let name = match name.strip_prefix('^') {
+                        Some(n) => {
+                            neg = !neg;
+                            n.to_string()
+                        }
+                        None => name,
+                    };
+                    // Go knows Unicode's categories and scripts (and `Any`);
+                    // a name the crate does not know either is Go's error.
+                    if regex_syntax::Parser::new()
+                        .parse(&format!("\\p{{{name}}}"))
+                        .is_err()
+                    {
+                        let frag: String = chars[i..i + len].iter().collect();
+                        return Err(err("invalid character class range", &frag));
+                    }
+                    body.push_str(if neg { "\\P{" } else { "\\p{" });
+                    body.push_str(&name);
+                    body.push('}');
+                    i += len;
+                    continue;
+                }
+                // Perl classes, ASCII as in Go.
+                Some(&c @ ('d' | 'D' | 'w' | 'W' | 's' | 'S')) => {
+                    let set = match c.to_ascii_lowercase() {
+                        'd' => "0-9",
+                        'w' => "0-9A-Za-z_",
+                        _ => "\\t\\n\\x{0C}\\r ",
+                    };
+                    if c.is_ascii_uppercase() {
+                        body.push_str(&format!("[^{set}]"));
+                    } else {
+                        body.push_str(set);
+                    }
+                    i += 2;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        // A single character or a simple range; `[a-]` is `a` or `-`.
+        let range_start = i;
+        let lo = class_char(chars, &mut i, &whole)?;
+        let mut hi = lo;
+        if chars.get(i) == Some(&'-') && chars.get(i + 1).is_some_and(|&c| c != ']') {
+            i += 1;
+            hi = class_char(chars, &mut i, &whole)?;
+            if hi < lo {
+                let frag: String = chars[range_start..i].iter().collect();
+                return Err(err("invalid character class range", &frag));
+            }
+        }
+        body.push_str(&format!("\\x{{{:X}}}", lo as u32));
+        if hi != lo {
+            body.push_str(&format!("-\\x{{{:X}}}", hi as u32));
+        }
+    }
+    out.push('[');
+    if negated {
+        out.push('^');
+    }
+    out.push_str(&body);
+    out.push(']');
+    Ok(i + 1)
+}
+
+/// The POSIX class names Go knows (`[:name:]`).
+const POSIX_CLASSES: [&str; 14] = [
+    "alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph", "lower", "print", "punct",
+    "space", "upper", "word", "xdigit",
+];
+
+/// Go's `parseClassChar`: one character of a class, escapes included
+/// (`parseEscape`); `*i` moves past it.
+fn class_char(chars: &[char], i: &mut usize, whole: &dyn Fn() -> String) -> Result<char, String> {
+    let Some(&c) = chars.get(*i) else {
+        return Err(err("missing closing ]", &whole()));
+    };
+    *i += 1;
+    if c != '\\' {
+        return Ok(c);
+    }
+    let Some(&n) = chars.get(*i) else {
+        return Err(err("trailing backslash at end of expression", ""));
+    };
+    *i += 1;
+    let bad = |len: usize, i: usize| {
+        let frag: String = chars[i - len..i].iter().collect();
+        err("invalid escape sequence", &frag)
+    };
+    Ok(match n {
+        '1'..='7' if !chars.get(*i).is_some_and(|c| ('0'..='7').contains(c)) => {
+            return Err(bad(2, *i));
+        }
+        '0'..='7' => {
+            let mut r = n as u32 - '0' as u32;
+            for _ in 1..3 {
+                match chars.get(*i) {
+                    Some(&d @ '0'..='7') => {
+                        r = r * 8 + (d as u32 - '0' as u32);
+                        *i += 1;
+                    }
+                    _ => break,
+                }
+            }
+            char::from_u32(r).unwrap_or('\u{FFFD}')
+        }
+        // Go's `\x{…}` (any number of hex digits, at most U+10FFFF) or
+        // `\xHH`; the error names what was read up to the bad character.
+        'x' => {
+            let esc = *i - 2;
+            let fail = |end: usize| {
+                let frag: String = chars[esc..end.min(chars.len())].iter().collect();
+                err("invalid escape sequence", &frag)
+            };
+            let hex = |c: Option<&char>| c.and_then(|c| c.to_digit(16));
+            if chars.get(*i) == Some(&'{') {
+                *i += 1;
+                let mut r: u32 = 0;
+                let mut n = 0;
+                loop {
+                    let Some(&c) = chars.get(*i) else {
+                        return Err(fail(*i));
+                    };
+                    *i += 1;
+                    if c == '}' {
+                        break;
+                    }
+                    let Some(v) = hex(Some(&c)) else {
+                        return Err(fail(*i));
+                    };
+                    r = r * 16 + v;
+                    if r > 0x10FFFF {
+                        return Err(fail(*i));
+                    }
+                    n += 1;
+                }
+                if n == 0 {
+                    return Err(fail(*i));
+                }
+                char::from_u32(r).ok_or_else(|| fail(*i))?
+            } else {
+                let (x, y) = (hex(chars.get(*i)), hex(chars.get(*i + 1)));
+                *i = (*i + 2).min(chars.len());
+                match (x, y) {
+                    (Some(x), Some(y)) => char::from_u32(x * 16 + y).ok_or_else(|| fail(*i))?,
+                    _ => return Err(fail(*i)),
+                }
+            }
+        }
+        'a' => '\u{7}',
+        'f' => '\u{C}',
+        'n' => '\n',
+        'r' => '\r',
+        't' => '\t',
+        'v' => '\u{B}',
+        c if c.is_ascii() && !c.is_ascii_alphanumeric() => c,
+        _ => return Err(bad(2, *i)),
+    })
 }
 
 /// Go's octal escapes: `\0`, `\0NN`, `\NNN` (a lone `\1`…`\7` is a
