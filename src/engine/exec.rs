@@ -659,11 +659,25 @@ impl<'a, 't> State<'a, 't> {
         let mark = self.vars.len();
         let ndecl = r.pipe.decl.len();
         let iteration = |s: &mut Self, index: Value, elem: V, out: &mut Vec<u8>| -> R<()> {
-            if ndecl > 0 && mark > 0 {
-                s.vars[mark - 1].1 = elem.clone();
-            }
-            if ndecl > 1 && mark > 1 {
-                s.vars[mark - 2].1 = V::val(index);
+            if r.pipe.is_assign {
+                // `range $i = …` / `range $i, $v = …` (Go 1.22+) assigns
+                // existing variables: index first with two, the element
+                // with one.
+                match &r.pipe.decl[..] {
+                    [one] => s.set_var(one, elem.clone())?,
+                    [first, second, ..] => {
+                        s.set_var(first, V::val(index))?;
+                        s.set_var(second, elem.clone())?;
+                    }
+                    [] => {}
+                }
+            } else {
+                if ndecl > 0 && mark > 0 {
+                    s.vars[mark - 1].1 = elem.clone();
+                }
+                if ndecl > 1 && mark > 1 {
+                    s.vars[mark - 2].1 = V::val(index);
+                }
             }
             let res = s.walk_list(&elem, &r.list, out);
             s.vars.truncate(mark);
