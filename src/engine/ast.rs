@@ -162,6 +162,8 @@ pub struct Number {
     pub int: i64,
     pub uint: u64,
     pub float: f64,
+    /// The real and imaginary parts of a complex constant.
+    pub complex: (f64, f64),
 }
 
 pub enum Arg {

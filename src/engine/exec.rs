@@ -817,7 +817,8 @@ impl<'a, 't> State<'a, 't> {
     /// Go's `idealConstant`: a number whose type is not known from context.
     fn ideal_constant(&mut self, n: &super::ast::Number) -> R<Value> {
         if n.is_complex {
-            return Err(self.err(format!("complex constant {} is not supported", n.text)));
+            let (re, im) = n.complex;
+            return Ok(Value::Object(Rc::new(super::value::Complex(re, im))));
         }
         let t = &n.text;
         let is_hex_int = t.len() > 2

@@ -924,6 +924,7 @@ fn new_number(text: &str, typ: ItemType) -> Result<Number, String> {
         int: 0,
         uint: 0,
         float: 0.0,
+        complex: (0.0, 0.0),
     };
     if typ == ItemType::CharConstant {
         let inner = &text[1..];
@@ -943,11 +944,22 @@ fn new_number(text: &str, typ: ItemType) -> Result<Number, String> {
         n.is_float = true;
         return Ok(n);
     }
-    if typ == ItemType::Complex || text.ends_with('i') {
-        // Complex constants are not supported by any function Helm users
-        // call; Go would accept them, we report them as Go reports an
-        // unusable constant.
-        n.is_complex = true;
+    if typ == ItemType::Complex {
+        // `1+2i`: fmt.Sscan reads the pair.
+        let pair = split_complex(text)
+            .and_then(|(re, im)| Some((parse_float(re)?, parse_float(im)?)))
+            .ok_or_else(|| {
+                format!(
+                    "strconv.ParseFloat: parsing {}: invalid syntax",
+                    quote(text)
+                )
+            })?;
+        n.simplify_complex(pair);
+        return Ok(n);
+    }
+    // An imaginary constant: complex unless it does not parse as a float.
+    if let Some(f) = text.strip_suffix('i').and_then(parse_float) {
+        n.simplify_complex((0.0, f));
         return Ok(n);
     }
     let u = parse_uint0(text);
@@ -988,6 +1000,42 @@ fn new_number(text: &str, typ: ItemType) -> Result<Number, String> {
         return Err(format!("illegal number syntax: {}", quote(text)));
     }
     Ok(n)
+}
+
+/// `1+2i` → (`1`, `2`): the sign that starts the imaginary part is the
+/// last `+` or `-` not at the start and not an exponent's.
+fn split_complex(text: &str) -> Option<(&str, &str)> {
+    let body = text.strip_suffix('i')?;
+    let b = body.as_bytes();
+    let hex = body.contains("0x") || body.contains("0X");
+    let at = (1..b.len()).rev().find(|&i| {
+        matches!(b[i], b'+' | b'-') && {
+            let prev = b[i - 1] | 0x20;
+            !(if hex { prev == b'p' } else { prev == b'e' })
+        }
+    })?;
+    Some((&body[..at], &body[at..]))
+}
+
+impl Number {
+    /// Go's `simplifyComplex`: a complex constant whose imaginary part is
+    /// zero is also a float (and an int when integral); it stays complex.
+    fn simplify_complex(&mut self, (re, im): (f64, f64)) {
+        self.is_complex = true;
+        self.complex = (re, im);
+        self.is_float = im == 0.0;
+        if self.is_float {
+            self.float = re;
+            self.is_int = (re as i64) as f64 == re;
+            if self.is_int {
+                self.int = re as i64;
+            }
+            self.is_uint = (re as u64) as f64 == re;
+            if self.is_uint {
+                self.uint = re as u64;
+            }
+        }
+    }
 }
 
 /// Go's `underscoreOK`: underscores only between digits (or after a base

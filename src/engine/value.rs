@@ -368,6 +368,40 @@ pub trait Object {
     }
 }
 
+/// A Go `complex128` (`{{ 1i }}`, `{{ 1+2i }}`): Go's templates accept
+/// complex constants, print them and compare them with `eq`; nothing Helm
+/// users call computes with them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Complex(pub f64, pub f64);
+
+impl Object for Complex {
+    fn type_name(&self) -> &str {
+        "complex128"
+    }
+    fn kind_name(&self) -> &str {
+        "complex128"
+    }
+    fn member(&self, _: &str) -> Option<Member> {
+        None
+    }
+    /// `(1+2i)`: both parts as `%g` (shortest), the imaginary one signed.
+    fn fmt_v(&self, out: &mut String) {
+        out.push('(');
+        super::gofmt::format_float(self.0, 'g', -1, out);
+        if !self.1.is_sign_negative() || self.1.is_nan() {
+            out.push('+');
+        }
+        super::gofmt::format_float(self.1, 'g', -1, out);
+        out.push_str("i)");
+    }
+    fn truthy(&self) -> bool {
+        self.0 != 0.0 || self.1 != 0.0
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
 impl Value {
     pub fn str(s: &str) -> Value {
         Value::Str(Rc::from(s))

@@ -407,11 +407,13 @@ enum Kind {
     Float,
     Str,
     Uint,
+    Complex,
 }
 
 /// Go's `basicKind`.
 fn basic_kind(v: &Value) -> Kind {
     match v {
+        Value::Object(o) if o.as_any().is::<crate::engine::value::Complex>() => Kind::Complex,
         Value::Bool(_) => Kind::Bool,
         Value::Int(_) | Value::I64(_) => Kind::Int,
         Value::U64(_) => Kind::Uint,
@@ -434,6 +436,12 @@ fn uint_of(v: &Value) -> u64 {
     match v {
         Value::U64(u) => *u,
         _ => 0,
+    }
+}
+fn complex_of(v: &Value) -> Option<crate::engine::value::Complex> {
+    match v {
+        Value::Object(o) => o.as_any().downcast_ref().copied(),
+        _ => None,
     }
 }
 fn float_of(v: &Value) -> f64 {
@@ -469,6 +477,7 @@ fn eq_impl(a1: &Value, rest: &[Value]) -> Result<bool, String> {
                 Kind::Int => int_of(a1) == int_of(a),
                 Kind::Str => a1.go_bytes() == a.go_bytes(),
                 Kind::Uint => uint_of(a1) == uint_of(a),
+                Kind::Complex => complex_of(a1) == complex_of(a),
                 Kind::Invalid => {
                     if a1.is_nil() || a.is_nil() {
                         a1.is_nil() == a.is_nil()
@@ -524,7 +533,7 @@ fn lt_impl(a1: &Value, a2: &Value) -> Result<bool, String> {
         };
     }
     match k1 {
-        Kind::Bool => Err(BAD_TYPE.into()),
+        Kind::Bool | Kind::Complex => Err(BAD_TYPE.into()),
         Kind::Float => Ok(float_of(a1) < float_of(a2)),
         Kind::Int => Ok(int_of(a1) < int_of(a2)),
         Kind::Str => Ok(a1.go_bytes() < a2.go_bytes()),
