@@ -73,7 +73,7 @@ pub fn register(m: &mut FuncMap) {
         },
         FuncDef {
             name: "fromToml",
-            params: &[Param::Str],
+            params: &[Param::RawStr],
             variadic: None,
             imp: from_toml,
         },
@@ -267,11 +267,15 @@ fn to_toml(_: &Env, args: &[Value]) -> FuncResult {
     }))
 }
 
-/// `fromToml`: a map; errors go into the `Error` key.
+/// `fromToml`: a map; parse errors go into the `Error` key. The argument's
+/// raw bytes go to the decoder (which has its own text for invalid UTF-8);
+/// a panic inside the decoder is a template error, as in Go.
 fn from_toml(_: &Env, args: &[Value]) -> FuncResult {
-    Ok(match crate::yaml::from_toml(str_arg(args)) {
+    let input = args.first().and_then(Value::go_bytes).unwrap_or_default();
+    Ok(match crate::yaml::from_toml(input) {
         Ok(m) => crate::chart::convert::mapping_to_value(&m, MapKind::Any),
-        Err(e) => error_map(e),
+        Err(crate::yaml::FromTomlError::Parse(e)) => error_map(e),
+        Err(crate::yaml::FromTomlError::Panic(e)) => return Err(e),
     })
 }
 

@@ -14,7 +14,8 @@
 //! - [`load`] with [`Numbers::Yaml`]: plain yaml.v2 types (ints stay
 //!   `Yaml::Int`), e.g. for Chart.yaml, whose string fields then go through
 //!   [`go_string_field`] (`appVersion: 1.10` → "1.1").
-//! - [`from_toml`] reads `fromToml` input.
+//! - [`from_toml`] reads `fromToml` input (a port of BurntSushi/toml's
+//!   decoder, for its error texts).
 //!
 //! Writing:
 //! - [`to_yaml`] / [`try_to_yaml`]: sigs.k8s.io/yaml.Marshal (`toYaml`,
@@ -30,6 +31,7 @@ pub mod load;
 mod num;
 mod resolve;
 pub mod toml;
+mod toml_parse;
 pub mod value;
 
 pub use emit::{EmitError, natural_cmp, to_yaml, to_yaml_pretty, try_to_yaml};
@@ -39,5 +41,5 @@ pub use load::{
     from_yaml_map_bytes, from_yaml_pruned, go_string_field, load,
 };
 pub use num::format_json_float;
-pub use toml::{from_toml, to_toml};
+pub use toml::{FromTomlError, from_toml, to_toml};
 pub use value::{Mapping, Yaml};

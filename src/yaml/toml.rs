@@ -5,10 +5,13 @@
 //! bools, ints, float64s — because its exact layout (direct keys before
 //! sub-tables, two-space indentation per table level, blank lines between
 //! top-level tables, `[[array]]` tables, floats always with a decimal point)
-//! is what Helm prints. `from_toml` parses with `toml_edit` and maps the
-//! result the way BurntSushi's decoder fills a `map[string]interface{}`.
+//! is what Helm prints. `from_toml` runs the port of BurntSushi's decoder
+//! in [`super::toml_parse`] and maps the `map[string]interface{}` it fills
+//! into the data model.
 
 use super::num::format_f;
+pub use super::toml_parse::Failure as FromTomlError;
+use super::toml_parse::{Table, Val, decode};
 use super::{Mapping, Yaml};
 
 /// Helm's `toToml`: the encoder's text, or the encoder's error text (Helm
@@ -260,7 +263,7 @@ fn key_string(key: &[String]) -> String {
 }
 
 /// `"` + dblQuotedReplacer + `"`.
-fn quote(s: &str) -> String {
+pub(super) fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -282,87 +285,36 @@ fn quote(s: &str) -> String {
     out
 }
 
-/// Helm's `fromToml`: the document as a map, or the parser's error text
-/// (Helm puts it under the "Error" key).
-pub fn from_toml(text: &str) -> Result<Mapping, String> {
-    let doc: toml_edit::Document<String> =
-        toml_edit::Document::parse(text.to_string()).map_err(|e| {
-            // BurntSushi's texts ("toml: line N (last key …): …") are not
-            // reproduced; the line number and toml_edit's message are.
-            let line = e.span().map_or(1, |r| {
-                text.as_bytes()[..r.start.min(text.len())]
-                    .iter()
-                    .filter(|b| **b == b'\n')
-                    .count()
-                    + 1
-            });
-            format!("toml: line {line}: {}", e.message().trim_end())
-        })?;
-    Ok(table(doc.as_table()))
+/// Helm's `fromToml`: the document as a map, or why not — a parse error's
+/// text (Helm puts it under the "Error" key) or a Go panic (a template
+/// error in Helm). The input is a Go string's bytes: invalid UTF-8 has its
+/// own error text.
+pub fn from_toml(input: &[u8]) -> Result<Mapping, FromTomlError> {
+    let t = decode(input)?;
+    let m = table(&t);
+    Ok(m)
 }
 
-fn table(t: &toml_edit::Table) -> Mapping {
-    t.iter().map(|(k, v)| (k.to_string(), item(v))).collect()
+fn table(t: &Table) -> Mapping {
+    t.borrow()
+        .iter()
+        .map(|(k, v)| (k.clone(), value(v)))
+        .collect()
 }
 
-fn item(i: &toml_edit::Item) -> Yaml {
-    match i {
-        toml_edit::Item::None => Yaml::Null,
-        toml_edit::Item::Value(v) => value(v),
-        toml_edit::Item::Table(t) => Yaml::Map(table(t)),
-        toml_edit::Item::ArrayOfTables(a) => {
-            Yaml::Seq(a.iter().map(|t| Yaml::Map(table(t))).collect())
-        }
-    }
-}
-
-/// A TOML datetime as Go's `time.Time` marshals to JSON (RFC 3339 with
-/// nanoseconds trimmed; local dates and times get UTC's "Z", a bare time
-/// the year 0000-01-01), since the data model has no time type.
-fn go_time_json(d: &toml_edit::Datetime) -> String {
-    let mut s = String::with_capacity(32);
-    let (y, mo, da) = d.date.map_or((0, 1, 1), |x| (x.year, x.month, x.day));
-    s.push_str(&format!("{y:04}-{mo:02}-{da:02}T"));
-    let t = d.time.unwrap_or(toml_edit::Time {
-        hour: 0,
-        minute: 0,
-        second: Some(0),
-        nanosecond: None,
-    });
-    s.push_str(&format!(
-        "{:02}:{:02}:{:02}",
-        t.hour,
-        t.minute,
-        t.second.unwrap_or(0)
-    ));
-    if let Some(ns) = t.nanosecond.filter(|n| *n > 0) {
-        let frac = format!("{ns:09}");
-        s.push('.');
-        s.push_str(frac.trim_end_matches('0'));
-    }
-    match d.offset {
-        Some(toml_edit::Offset::Custom { minutes }) if minutes != 0 => {
-            let sign = if minutes < 0 { '-' } else { '+' };
-            let m = minutes.unsigned_abs();
-            s.push_str(&format!("{sign}{:02}:{:02}", m / 60, m % 60));
-        }
-        _ => s.push('Z'),
-    }
-    s
-}
-
-/// BurntSushi's decoder into interface{}: int64, float64, string, bool,
-/// datetimes (time.Time, here their JSON text), arrays, tables.
-fn value(v: &toml_edit::Value) -> Yaml {
-    use toml_edit::Value as V;
+/// The decoder's Go values in the data model: int64, float64, string,
+/// bool; a `time.Time` becomes its JSON text (RFC 3339), since the data
+/// model has no time type.
+fn value(v: &Val) -> Yaml {
     match v {
-        V::String(s) => Yaml::Str(s.value().clone()),
-        V::Integer(i) => Yaml::Int(*i.value()),
-        V::Float(f) => Yaml::Float(*f.value()),
-        V::Boolean(b) => Yaml::Bool(*b.value()),
-        V::Datetime(d) => Yaml::Str(go_time_json(d.value())),
-        V::Array(a) => Yaml::Seq(a.iter().map(value).collect()),
-        V::InlineTable(t) => Yaml::Map(t.iter().map(|(k, v)| (k.to_string(), value(v))).collect()),
+        Val::Str(s) => Yaml::Str(s.clone()),
+        Val::Int(i) => Yaml::Int(*i),
+        Val::Float(f) => Yaml::Float(*f),
+        Val::Bool(b) => Yaml::Bool(*b),
+        Val::Time(t) => Yaml::Str(t.rfc3339_nano()),
+        Val::Array(a) => Yaml::Seq(a.iter().map(value).collect()),
+        Val::Table(t) => Yaml::Map(table(t)),
+        Val::Tables(ts) => Yaml::Seq(ts.iter().map(|t| Yaml::Map(table(t))).collect()),
     }
 }
 
@@ -423,7 +375,7 @@ mod tests {
     fn helm_from_toml() {
         // fromToml "a = 1\nb = [1, \"x\"]\n[t]\nk = 2020-01-02\n[[arr]]\nx = 1\n[[arr]]\nx = 2.5" | toJson
         let m = from_toml(
-            "a = 1\nb = [1, \"x\"]\n[t]\nk = 2020-01-02\n[[arr]]\nx = 1\n[[arr]]\nx = 2.5",
+            b"a = 1\nb = [1, \"x\"]\n[t]\nk = 2020-01-02\n[[arr]]\nx = 1\n[[arr]]\nx = 2.5",
         )
         .unwrap_or_default();
         assert_eq!(

@@ -140,8 +140,8 @@ fn to_yaml_from_yaml_is_stable() {
 #[test]
 fn toml_round_trip() {
     // toToml (dict "a" 1 "b" "x" "c" (dict "d" (list 1 2)) "e" 1.5 "f" true)
-    let m =
-        from_toml("a = 1\nb = \"x\"\ne = 1.5\nf = true\n\n[c]\n  d = [1, 2]\n").unwrap_or_default();
+    let m = from_toml(b"a = 1\nb = \"x\"\ne = 1.5\nf = true\n\n[c]\n  d = [1, 2]\n")
+        .unwrap_or_default();
     assert_eq!(
         to_toml(&Yaml::Map(m)),
         "a = 1\nb = \"x\"\ne = 1.5\nf = true\n\n[c]\n  d = [1, 2]\n"
