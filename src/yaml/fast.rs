@@ -513,8 +513,8 @@ impl<'a> Fast<'a> {
                 }
                 // `[ ]`: the flow items see the `]`; `{}` is over.
                 self.pos = match self.at(q) {
-                    b']' => q,
-                    b'}' => q + 1,
+                    b']' if !empty_map => q,
+                    b'}' if empty_map => q + 1,
                     _ => p + 1,
                 };
                 Ok(if empty_map {
@@ -1087,6 +1087,14 @@ mod tests {
     /// is there), whole and in damaged copies: whatever the
     /// fast scanner reads, saphyr reads the same. Most of the real texts
     /// must be read fast (that is the point of it).
+    /// A `}` right after a sequence's `[` is no empty map's end (found by
+    /// the damaged-corpus test below).
+    #[test]
+    fn a_brace_does_not_close_a_flow_sequence() {
+        assert!(agrees("a: [}\"x\"]\n", Numbers::Json).is_ok());
+        assert!(agrees("a: [ }]\n", Numbers::Json).is_ok());
+    }
+
     #[test]
     fn agrees_with_saphyr_on_real_and_damaged_yaml() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
