@@ -117,30 +117,9 @@ fn encode_inner(
             out.push(']');
         }
         Value::Map(m) => {
-            out.push('{');
             let entries = m.borrow();
-            if entries.is_empty() {
-                out.push('}');
-                return Ok(());
-            }
-            for (i, (k, item)) in entries.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                if !indent.is_empty() {
-                    newline(indent, depth + 1, out);
-                }
-                encode_string(k, html, out);
-                out.push(':');
-                if !indent.is_empty() {
-                    out.push(' ');
-                }
-                encode(item, html, indent, depth + 1, ancestors, out)?;
-            }
-            if !indent.is_empty() {
-                newline(indent, depth, out);
-            }
-            out.push('}');
+            let members = entries.iter().map(|(k, item)| (&**k, item));
+            encode_members(members, html, indent, depth, ancestors, out)?;
         }
         Value::Object(o) => match o.json_value() {
             // Struct fields or a MarshalJSON result, as the object describes them.
@@ -148,25 +127,8 @@ fn encode_inner(
             // A struct: its fields in declaration order.
             None if o.json_fields().is_some() => {
                 let fields = o.json_fields().unwrap_or_default();
-                out.push('{');
-                for (i, (k, item)) in fields.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    if !indent.is_empty() {
-                        newline(indent, depth + 1, out);
-                    }
-                    encode_string(k, html, out);
-                    out.push(':');
-                    if !indent.is_empty() {
-                        out.push(' ');
-                    }
-                    encode(item, html, indent, depth + 1, ancestors, out)?;
-                }
-                if !indent.is_empty() && !fields.is_empty() {
-                    newline(indent, depth, out);
-                }
-                out.push('}');
+                let members = fields.iter().map(|(k, item)| (*k, item));
+                encode_members(members, html, indent, depth, ancestors, out)?;
             }
             // A named slice or map type (`chartutil.VersionSet`,
             // `engine.files`): encoding/json sees the slice or map.
@@ -181,6 +143,39 @@ fn encode_inner(
             }
         },
     }
+    Ok(())
+}
+
+/// A JSON object of `members` in their order (a map's are sorted).
+fn encode_members<'v>(
+    members: impl Iterator<Item = (&'v str, &'v Value)>,
+    html: bool,
+    indent: &str,
+    depth: usize,
+    ancestors: &mut Vec<*const ()>,
+    out: &mut String,
+) -> Result<(), String> {
+    out.push('{');
+    let mut empty = true;
+    for (i, (k, item)) in members.enumerate() {
+        empty = false;
+        if i > 0 {
+            out.push(',');
+        }
+        if !indent.is_empty() {
+            newline(indent, depth + 1, out);
+        }
+        encode_string(k, html, out);
+        out.push(':');
+        if !indent.is_empty() {
+            out.push(' ');
+        }
+        encode(item, html, indent, depth + 1, ancestors, out)?;
+    }
+    if !indent.is_empty() && !empty {
+        newline(indent, depth, out);
+    }
+    out.push('}');
     Ok(())
 }
 
