@@ -889,3 +889,40 @@ async fn hook_waits_retry_server_errors_but_report_other_failures_against_fake_a
         "get Pod apps/check: injected fault: get pods failed with 403 (403 Forbidden)"
     );
 }
+
+/// metrics-server's chart registers an `APIService`; the fake serves every
+/// stable built-in kind of the version it reports (from k8s-openapi).
+#[tokio::test]
+async fn api_service_and_other_builtin_kinds_apply_against_fake_apiserver() {
+    let env = env().await;
+    let ns = test_ns("metrics");
+    let dir = tempfile::tempdir().unwrap();
+    let chart = write_chart(
+        dir.path(),
+        "metrics",
+        "",
+        &[
+            (
+                "apiservice.yaml",
+                "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata:\n  name: v1beta1.metrics.k8s.io\nspec:\n  group: metrics.k8s.io\n  version: v1beta1\n  groupPriorityMinimum: 100\n  versionPriority: 100\n  insecureSkipTLSVerify: true\n  service:\n    name: metrics-server\n    namespace: {{ .Release.Namespace }}\n",
+            ),
+            (
+                "runtimeclass.yaml",
+                "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: gvisor\nhandler: runsc\n",
+            ),
+        ],
+    );
+    let req = request("metrics", &ns, render("metrics", &chart, &ns, &[], &[]));
+    let (r, _) = install(&env, &req).await;
+    assert_eq!(deployed(&r.unwrap()).created.len(), 3); // namespace + 2
+    let svc = get(
+        &env,
+        "apiregistration.k8s.io/v1",
+        "APIService",
+        None,
+        "v1beta1.metrics.k8s.io",
+    )
+    .await
+    .unwrap();
+    assert_eq!(svc["spec"]["service"]["namespace"], ns.as_str());
+}

@@ -135,7 +135,7 @@ fn group_version_doc(rs: &[&Resource]) -> Value {
     }
     json!({
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": "v1.32.0-fake"},
+        "info": {"title": "Kubernetes", "version": format!("v1.{}.0-fake", crate::resources::KUBERNETES_MINOR)},
         "paths": paths,
         "components": {"schemas": {}},
     })

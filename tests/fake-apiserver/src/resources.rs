@@ -84,301 +84,139 @@ impl Resource {
     }
 }
 
-struct Builtin {
-    group: &'static str,
-    version: &'static str,
-    plural: &'static str,
-    kind: &'static str,
-    namespaced: bool,
-    status: bool,
-    short: &'static [&'static str],
+/// The built-in resources: every listable type of the Kubernetes version the fake reports
+/// (k8s-openapi's `v1_33`, see [`KUBERNETES_MINOR`]), in their stable versions only, as a real
+/// server serves them by default (alpha and beta APIs are off unless enabled). Group, version,
+/// kind, plural and scope come from the types; whether a `/status` subresource exists from
+/// whether the type has a `status` field; short names (discovery data no schema carries) from
+/// [`short_names`]. A test checks the list against k8s-openapi's sources.
+pub fn builtins() -> Vec<Resource> {
+    macro_rules! types {
+        ($($t:ty),* $(,)?) => { vec![$(from_type::<$t>()),*] };
+    }
+    types![
+        k8s_openapi::api::core::v1::ComponentStatus,
+        k8s_openapi::api::core::v1::ConfigMap,
+        k8s_openapi::api::core::v1::Endpoints,
+        k8s_openapi::api::core::v1::Event,
+        k8s_openapi::api::core::v1::LimitRange,
+        k8s_openapi::api::core::v1::Namespace,
+        k8s_openapi::api::core::v1::Node,
+        k8s_openapi::api::core::v1::PersistentVolume,
+        k8s_openapi::api::core::v1::PersistentVolumeClaim,
+        k8s_openapi::api::core::v1::Pod,
+        k8s_openapi::api::core::v1::PodTemplate,
+        k8s_openapi::api::core::v1::ReplicationController,
+        k8s_openapi::api::core::v1::ResourceQuota,
+        k8s_openapi::api::core::v1::Secret,
+        k8s_openapi::api::core::v1::Service,
+        k8s_openapi::api::core::v1::ServiceAccount,
+        k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration,
+        k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy,
+        k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding,
+        k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration,
+        k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+        k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService,
+        k8s_openapi::api::apps::v1::ControllerRevision,
+        k8s_openapi::api::apps::v1::DaemonSet,
+        k8s_openapi::api::apps::v1::Deployment,
+        k8s_openapi::api::apps::v1::ReplicaSet,
+        k8s_openapi::api::apps::v1::StatefulSet,
+        k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler,
+        k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler,
+        k8s_openapi::api::batch::v1::CronJob,
+        k8s_openapi::api::batch::v1::Job,
+        k8s_openapi::api::certificates::v1::CertificateSigningRequest,
+        k8s_openapi::api::coordination::v1::Lease,
+        k8s_openapi::api::discovery::v1::EndpointSlice,
+        k8s_openapi::api::events::v1::Event,
+        k8s_openapi::api::flowcontrol::v1::FlowSchema,
+        k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration,
+        k8s_openapi::api::networking::v1::IPAddress,
+        k8s_openapi::api::networking::v1::Ingress,
+        k8s_openapi::api::networking::v1::IngressClass,
+        k8s_openapi::api::networking::v1::NetworkPolicy,
+        k8s_openapi::api::networking::v1::ServiceCIDR,
+        k8s_openapi::api::node::v1::RuntimeClass,
+        k8s_openapi::api::policy::v1::PodDisruptionBudget,
+        k8s_openapi::api::rbac::v1::ClusterRole,
+        k8s_openapi::api::rbac::v1::ClusterRoleBinding,
+        k8s_openapi::api::rbac::v1::Role,
+        k8s_openapi::api::rbac::v1::RoleBinding,
+        k8s_openapi::api::scheduling::v1::PriorityClass,
+        k8s_openapi::api::storage::v1::CSIDriver,
+        k8s_openapi::api::storage::v1::CSINode,
+        k8s_openapi::api::storage::v1::CSIStorageCapacity,
+        k8s_openapi::api::storage::v1::StorageClass,
+        k8s_openapi::api::storage::v1::VolumeAttachment,
+    ]
 }
 
-const fn b(
-    group: &'static str,
-    version: &'static str,
-    plural: &'static str,
-    kind: &'static str,
-    namespaced: bool,
-    status: bool,
-    short: &'static [&'static str],
-) -> Builtin {
-    Builtin {
-        group,
-        version,
-        plural,
-        kind,
+/// The Kubernetes minor version whose types [`builtins`] serves (and `/version` reports).
+pub const KUBERNETES_MINOR: u32 = 33;
+
+fn from_type<T>() -> Resource
+where
+    T: k8s_openapi::Resource + serde::de::DeserializeOwned + serde::Serialize + 'static,
+{
+    use std::any::TypeId;
+    let namespaced =
+        TypeId::of::<T::Scope>() == TypeId::of::<k8s_openapi::NamespaceResourceScope>();
+    // A type with a `status` field keeps it through a round trip; serde drops unknown fields.
+    let status = serde_json::from_value::<T>(json!({"status": {}}))
+        .ok()
+        .and_then(|o| serde_json::to_value(o).ok())
+        .is_some_and(|v| v.get("status").is_some());
+    let kind = T::KIND.to_string();
+    Resource {
+        group: T::GROUP.to_string(),
+        version: T::VERSION.to_string(),
+        plural: T::URL_PATH_SEGMENT.to_string(),
+        singular: kind.to_lowercase(),
         namespaced,
         status,
-        short,
+        generation: status && !matches!(T::KIND, "Namespace" | "Node" | "Pod" | "Service"),
+        short_names: short_names(T::GROUP, T::URL_PATH_SEGMENT)
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        kind,
+        crd: None,
     }
 }
 
-const BUILTINS: &[Builtin] = &[
-    b("", "v1", "namespaces", "Namespace", false, true, &["ns"]),
-    b("", "v1", "configmaps", "ConfigMap", true, false, &["cm"]),
-    b("", "v1", "secrets", "Secret", true, false, &[]),
-    b("", "v1", "services", "Service", true, true, &["svc"]),
-    b(
-        "",
-        "v1",
-        "serviceaccounts",
-        "ServiceAccount",
-        true,
-        false,
-        &["sa"],
-    ),
-    b("", "v1", "pods", "Pod", true, true, &["po"]),
-    b("", "v1", "endpoints", "Endpoints", true, false, &["ep"]),
-    b(
-        "",
-        "v1",
-        "persistentvolumeclaims",
-        "PersistentVolumeClaim",
-        true,
-        true,
-        &["pvc"],
-    ),
-    b(
-        "",
-        "v1",
-        "persistentvolumes",
-        "PersistentVolume",
-        false,
-        true,
-        &["pv"],
-    ),
-    b("", "v1", "nodes", "Node", false, true, &["no"]),
-    b("", "v1", "events", "Event", true, false, &["ev"]),
-    b(
-        "",
-        "v1",
-        "limitranges",
-        "LimitRange",
-        true,
-        false,
-        &["limits"],
-    ),
-    b(
-        "",
-        "v1",
-        "resourcequotas",
-        "ResourceQuota",
-        true,
-        true,
-        &["quota"],
-    ),
-    b(
-        "apps",
-        "v1",
-        "deployments",
-        "Deployment",
-        true,
-        true,
-        &["deploy"],
-    ),
-    b(
-        "apps",
-        "v1",
-        "statefulsets",
-        "StatefulSet",
-        true,
-        true,
-        &["sts"],
-    ),
-    b("apps", "v1", "daemonsets", "DaemonSet", true, true, &["ds"]),
-    b(
-        "apps",
-        "v1",
-        "replicasets",
-        "ReplicaSet",
-        true,
-        true,
-        &["rs"],
-    ),
-    b("batch", "v1", "jobs", "Job", true, true, &[]),
-    b("batch", "v1", "cronjobs", "CronJob", true, true, &["cj"]),
-    b(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "roles",
-        "Role",
-        true,
-        false,
-        &[],
-    ),
-    b(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "rolebindings",
-        "RoleBinding",
-        true,
-        false,
-        &[],
-    ),
-    b(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "clusterroles",
-        "ClusterRole",
-        false,
-        false,
-        &[],
-    ),
-    b(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "clusterrolebindings",
-        "ClusterRoleBinding",
-        false,
-        false,
-        &[],
-    ),
-    b(
-        "networking.k8s.io",
-        "v1",
-        "ingresses",
-        "Ingress",
-        true,
-        true,
-        &["ing"],
-    ),
-    b(
-        "networking.k8s.io",
-        "v1",
-        "networkpolicies",
-        "NetworkPolicy",
-        true,
-        false,
-        &["netpol"],
-    ),
-    b(
-        "networking.k8s.io",
-        "v1",
-        "ingressclasses",
-        "IngressClass",
-        false,
-        false,
-        &[],
-    ),
-    b(
-        "policy",
-        "v1",
-        "poddisruptionbudgets",
-        "PodDisruptionBudget",
-        true,
-        true,
-        &["pdb"],
-    ),
-    b(
-        "apiextensions.k8s.io",
-        "v1",
-        "customresourcedefinitions",
-        "CustomResourceDefinition",
-        false,
-        true,
-        &["crd", "crds"],
-    ),
-    b(
-        "admissionregistration.k8s.io",
-        "v1",
-        "validatingwebhookconfigurations",
-        "ValidatingWebhookConfiguration",
-        false,
-        false,
-        &[],
-    ),
-    b(
-        "admissionregistration.k8s.io",
-        "v1",
-        "mutatingwebhookconfigurations",
-        "MutatingWebhookConfiguration",
-        false,
-        false,
-        &[],
-    ),
-    b(
-        "storage.k8s.io",
-        "v1",
-        "storageclasses",
-        "StorageClass",
-        false,
-        false,
-        &["sc"],
-    ),
-    b(
-        "storage.k8s.io",
-        "v1",
-        "csidrivers",
-        "CSIDriver",
-        false,
-        false,
-        &[],
-    ),
-    b(
-        "storage.k8s.io",
-        "v1",
-        "volumeattachments",
-        "VolumeAttachment",
-        false,
-        true,
-        &[],
-    ),
-    b(
-        "autoscaling",
-        "v2",
-        "horizontalpodautoscalers",
-        "HorizontalPodAutoscaler",
-        true,
-        true,
-        &["hpa"],
-    ),
-    b(
-        "autoscaling",
-        "v1",
-        "horizontalpodautoscalers",
-        "HorizontalPodAutoscaler",
-        true,
-        true,
-        &["hpa"],
-    ),
-    b(
-        "coordination.k8s.io",
-        "v1",
-        "leases",
-        "Lease",
-        true,
-        false,
-        &[],
-    ),
-    b(
-        "scheduling.k8s.io",
-        "v1",
-        "priorityclasses",
-        "PriorityClass",
-        false,
-        false,
-        &["pc"],
-    ),
-];
-
-/// The built-in resources.
-pub fn builtins() -> Vec<Resource> {
-    BUILTINS
-        .iter()
-        .map(|b| Resource {
-            group: b.group.to_string(),
-            version: b.version.to_string(),
-            plural: b.plural.to_string(),
-            singular: b.kind.to_lowercase(),
-            kind: b.kind.to_string(),
-            namespaced: b.namespaced,
-            status: b.status,
-            generation: b.status && !matches!(b.kind, "Namespace" | "Node" | "Pod" | "Service"),
-            short_names: b.short.iter().map(|s| s.to_string()).collect(),
-            crd: None,
-        })
-        .collect()
+/// Short names as a 1.33 server's discovery lists them.
+fn short_names(group: &str, plural: &str) -> &'static [&'static str] {
+    match (group, plural) {
+        ("", "namespaces") => &["ns"],
+        ("", "configmaps") => &["cm"],
+        ("", "services") => &["svc"],
+        ("", "serviceaccounts") => &["sa"],
+        ("", "pods") => &["po"],
+        ("", "endpoints") => &["ep"],
+        ("", "persistentvolumeclaims") => &["pvc"],
+        ("", "persistentvolumes") => &["pv"],
+        ("", "nodes") => &["no"],
+        ("", "events") | ("events.k8s.io", "events") => &["ev"],
+        ("", "limitranges") => &["limits"],
+        ("", "resourcequotas") => &["quota"],
+        ("", "replicationcontrollers") => &["rc"],
+        ("", "componentstatuses") => &["cs"],
+        ("apps", "deployments") => &["deploy"],
+        ("apps", "statefulsets") => &["sts"],
+        ("apps", "daemonsets") => &["ds"],
+        ("apps", "replicasets") => &["rs"],
+        ("batch", "cronjobs") => &["cj"],
+        ("networking.k8s.io", "ingresses") => &["ing"],
+        ("networking.k8s.io", "networkpolicies") => &["netpol"],
+        ("policy", "poddisruptionbudgets") => &["pdb"],
+        ("apiextensions.k8s.io", "customresourcedefinitions") => &["crd", "crds"],
+        ("storage.k8s.io", "storageclasses") => &["sc"],
+        ("autoscaling", "horizontalpodautoscalers") => &["hpa"],
+        ("scheduling.k8s.io", "priorityclasses") => &["pc"],
+        ("certificates.k8s.io", "certificatesigningrequests") => &["csr"],
+        _ => &[],
+    }
 }
 
 /// The resources a CRD object serves (one per served version).
@@ -427,4 +265,69 @@ pub fn from_crd(crd: &Value) -> Vec<Resource> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+    use std::path::{Path, PathBuf};
+
+    /// k8s-openapi's sources for the served version, from cargo's registry.
+    fn k8s_openapi_sources() -> Option<PathBuf> {
+        let home = std::env::var_os("CARGO_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")))?;
+        let registry = std::fs::read_dir(home.join("registry/src")).ok()?;
+        registry.flatten().find_map(|index| {
+            let dir = index.path().join("k8s-openapi-0.29.0/src/v1_33");
+            dir.is_dir().then_some(dir)
+        })
+    }
+
+    fn listable(dir: &Path, out: &mut BTreeSet<(String, String)>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                listable(&p, out);
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            if !text.contains("impl crate::ListableResource for") {
+                continue;
+            }
+            let konst = |name: &str| {
+                let at = text.find(&format!("const {name}: &'static str = \""))?;
+                let rest = &text[at..];
+                let start = rest.find('"')? + 1;
+                let end = start + rest[start..].find('"')?;
+                Some(rest[start..end].to_string())
+            };
+            if let (Some(av), Some(kind)) = (konst("API_VERSION"), konst("KIND")) {
+                let version = av.rsplit('/').next().unwrap_or_default();
+                if !version.contains("alpha") && !version.contains("beta") {
+                    out.insert((av, kind));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn builtin_types_are_every_listable_stable_type() {
+        let Some(dir) = k8s_openapi_sources() else {
+            eprintln!("skipped: k8s-openapi 0.29.0 sources not found in cargo's registry");
+            return;
+        };
+        let mut want = BTreeSet::new();
+        listable(&dir, &mut want);
+        let served: BTreeSet<(String, String)> = builtins()
+            .iter()
+            .map(|r| (r.api_version(), r.kind.clone()))
+            .collect();
+        assert_eq!(served, want);
+        let find = |plural: &str| builtins().into_iter().find(|r| r.plural == plural).unwrap();
+        assert!(find("apiservices").status && !find("apiservices").namespaced);
+        assert!(find("deployments").status && find("deployments").namespaced);
+        assert!(!find("configmaps").status);
+    }
 }

@@ -1221,7 +1221,7 @@ fn query_map(q: Option<&str>) -> BTreeMap<String, String> {
 fn discovery(st: &State, segs: &[&str]) -> Option<Value> {
     match segs {
         ["version"] => Some(json!({
-            "major": "1", "minor": "32", "gitVersion": "v1.32.0-fake", "gitCommit": "0000000000000000000000000000000000000000",
+            "major": "1", "minor": format!("{}", crate::resources::KUBERNETES_MINOR), "gitVersion": format!("v1.{}.0-fake", crate::resources::KUBERNETES_MINOR), "gitCommit": "0000000000000000000000000000000000000000",
             "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.0", "compiler": "gc", "platform": "linux/amd64"
         })),
         ["api"] => Some(json!({
