@@ -320,3 +320,60 @@ async fn process_killed_between_writes_is_completed_by_the_next_apply_against_fa
             .is_some()
     );
 }
+
+/// With the fake standing in for the Job controller, helm's own hook wait
+/// ends: `helm install` of a chart with a post-install hook Job succeeds,
+/// and so does `antiopa apply` of the same chart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hook_jobs_complete_for_helm_and_antiopa_against_fake_apiserver() {
+    let Some(helm) = helm() else { return };
+    let s = serve().await;
+    s.fake.set_complete_jobs(true);
+    let dir = tempfile::tempdir().unwrap();
+    let chart = write_chart(
+        dir.path(),
+        "hooked",
+        "",
+        &[
+            (
+                "cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  a: \"1\"\n",
+            ),
+            (
+                "job.yaml",
+                "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {{ .Release.Name }}-migrate\n  annotations:\n    helm.sh/hook: post-install,post-upgrade\n    helm.sh/hook-delete-policy: before-hook-creation\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: m\n        image: busybox\n",
+            ),
+        ],
+    );
+    let c = chart.display().to_string();
+    ok(&run_args(
+        helm.clone(),
+        args(
+            &[
+                "install",
+                "by-helm",
+                &c,
+                "-n",
+                "apps",
+                "--create-namespace",
+                "--timeout",
+                "20s",
+            ],
+            &s.kubeconfig,
+        ),
+    )
+    .await);
+    let out = ok(&run_args(
+        antiopa(),
+        args(
+            &["apply", "by-antiopa", &c, "-n", "apps", "--timeout", "20s"],
+            &s.kubeconfig,
+        ),
+    )
+    .await);
+    assert!(out.contains("revision 1 deployed"), "{out}");
+    for name in ["by-helm-migrate", "by-antiopa-migrate"] {
+        let job = s.fake.get("batch/v1/jobs", Some("apps"), name).unwrap();
+        assert_eq!(job["status"]["succeeded"], 1, "{name}");
+    }
+}

@@ -335,6 +335,17 @@ impl FakeApiServer {
     pub fn set_watch_timeout(&self, d: Option<Duration>) {
         lock(&self.shared).watch_cap = d;
     }
+
+    /// Jobs (and run-to-completion Pods) complete as soon as they are written, standing in for
+    /// the Job controller and the kubelet, so chart hooks and hook Jobs finish.
+    pub fn set_complete_jobs(&self, on: bool) {
+        lock(&self.shared).controllers.complete_jobs = on;
+    }
+
+    /// Deployments, StatefulSets, DaemonSets and ReplicaSets report all replicas ready.
+    pub fn set_workloads_ready(&self, on: bool) {
+        lock(&self.shared).controllers.workloads_ready = on;
+    }
 }
 
 fn find_resource(st: &State, spec: &str) -> Option<resources::Resource> {

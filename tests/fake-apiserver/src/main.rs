@@ -18,12 +18,20 @@ struct Args {
     /// Write a kubeconfig pointing at the server to this file.
     #[arg(long)]
     kubeconfig_out: Option<PathBuf>,
+    /// Complete Jobs (and run-to-completion Pods) as soon as they are written.
+    #[arg(long)]
+    complete_jobs: bool,
+    /// Report Deployments, StatefulSets, DaemonSets and ReplicaSets ready.
+    #[arg(long)]
+    workloads_ready: bool,
 }
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let args = Args::parse();
     let server = fake_apiserver::FakeApiServer::new();
+    server.set_complete_jobs(args.complete_jobs);
+    server.set_workloads_ready(args.workloads_ready);
     let (addr, task) = server.serve(&args.listen).await?;
     if let Some(path) = &args.kubeconfig_out {
         server.write_kubeconfig(addr, path)?;

@@ -62,6 +62,20 @@ pub struct State {
     pub stats: Stats,
     pub faults: Vec<Fault>,
     pub watch_cap: Option<Duration>,
+    /// What the absent controllers would do, when a test asks for it.
+    pub controllers: Controllers,
+}
+
+/// Switches that stand in for kube-controller-manager and the kubelet: without them objects
+/// only ever have the status clients write, as on a server with no controllers running.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Controllers {
+    /// A Job (and a Pod with `restartPolicy: Never`/`OnFailure`) completes as soon as it is
+    /// written: `Complete`/`Succeeded`, as chart hooks and hook Jobs wait for.
+    pub complete_jobs: bool,
+    /// Deployments, StatefulSets, DaemonSets and ReplicaSets report every replica ready and
+    /// available for their current generation.
+    pub workloads_ready: bool,
 }
 
 pub type Shared = Arc<Mutex<State>>;
@@ -84,6 +98,7 @@ impl State {
             stats: Stats::default(),
             faults: Vec::new(),
             watch_cap: None,
+            controllers: Controllers::default(),
         };
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
@@ -154,7 +169,86 @@ impl State {
             .or_default()
             .insert((ns.to_string(), name.to_string()), obj.clone());
         self.emit(res.key(), kind, obj.clone(), old);
+        // A controller's status write follows the client's write, as its own event.
+        if kind != "DELETED"
+            && let Some(status) = self.simulated_status(res, &obj)
+        {
+            let mut next = obj;
+            next["status"] = status;
+            return self.store(res, ns, name, next, "MODIFIED");
+        }
         obj
+    }
+
+    /// The status the switched-on [`Controllers`] would write for `obj`, if it differs from
+    /// what it has.
+    fn simulated_status(&self, res: &Resource, obj: &Value) -> Option<Value> {
+        if !obj["metadata"]["deletionTimestamp"].is_null() {
+            return None;
+        }
+        let c = self.controllers;
+        let status = match (res.group.as_str(), res.plural.as_str()) {
+            ("batch", "jobs") if c.complete_jobs => {
+                let done = obj["status"]["conditions"].as_array().is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c["type"] == "Complete" && c["status"] == "True")
+                });
+                if done {
+                    return None;
+                }
+                let t = now();
+                json!({
+                    "startTime": t, "completionTime": t, "succeeded": 1, "ready": 0, "active": 0,
+                    "conditions": [
+                        {"type": "SuccessCriteriaMet", "status": "True", "lastProbeTime": t, "lastTransitionTime": t},
+                        {"type": "Complete", "status": "True", "lastProbeTime": t, "lastTransitionTime": t},
+                    ],
+                })
+            }
+            ("", "pods") if c.complete_jobs => {
+                let restart = obj["spec"]["restartPolicy"].as_str().unwrap_or("Always");
+                if restart == "Always" || obj["status"]["phase"] == "Succeeded" {
+                    return None;
+                }
+                json!({"phase": "Succeeded", "startTime": now()})
+            }
+            ("apps", "deployments" | "statefulsets" | "replicasets") if c.workloads_ready => {
+                let n = obj["spec"]["replicas"].as_i64().unwrap_or(1);
+                let generation = obj["metadata"]["generation"].as_i64().unwrap_or(1);
+                if obj["status"]["observedGeneration"].as_i64() == Some(generation)
+                    && obj["status"]["readyReplicas"].as_i64().unwrap_or(0) == n
+                {
+                    return None;
+                }
+                let mut st = json!({
+                    "observedGeneration": generation, "replicas": n, "readyReplicas": n,
+                    "availableReplicas": n, "updatedReplicas": n,
+                });
+                if res.plural == "deployments" {
+                    let t = now();
+                    st["conditions"] = json!([
+                        {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "lastUpdateTime": t, "lastTransitionTime": t},
+                        {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable", "lastUpdateTime": t, "lastTransitionTime": t},
+                    ]);
+                } else if res.plural == "statefulsets" {
+                    st["currentReplicas"] = json!(n);
+                }
+                st
+            }
+            ("apps", "daemonsets") if c.workloads_ready => {
+                let generation = obj["metadata"]["generation"].as_i64().unwrap_or(1);
+                if obj["status"]["observedGeneration"].as_i64() == Some(generation) {
+                    return None;
+                }
+                json!({
+                    "observedGeneration": generation, "desiredNumberScheduled": 1,
+                    "currentNumberScheduled": 1, "numberReady": 1, "numberAvailable": 1,
+                    "updatedNumberScheduled": 1, "numberMisscheduled": 0,
+                })
+            }
+            _ => return None,
+        };
+        Some(status)
     }
 
     /// Removes an object for real: DELETED event with the deletion's resourceVersion, then the

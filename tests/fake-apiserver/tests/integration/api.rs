@@ -942,3 +942,86 @@ async fn services_get_cluster_ips_against_fake_apiserver() {
         a["metadata"]["resourceVersion"]
     );
 }
+
+/// Without controllers objects keep the status clients write; the switches stand in for the
+/// Job controller, the kubelet and the workload controllers, each write followed by a status
+/// write of its own (a MODIFIED event a waiting client sees).
+#[tokio::test]
+async fn simulated_controllers_complete_jobs_and_ready_workloads_against_fake_apiserver() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::batch::v1::Job;
+    let s = FakeApiServer::new();
+    let jobs: Api<Job> = Api::namespaced(s.client(), "default");
+    let deploys: Api<Deployment> = Api::namespaced(s.client(), "default");
+    let job = |name: &str| -> Job {
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}},
+        }))
+        .unwrap()
+    };
+    let deploy: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"a": "b"}},
+                 "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}},
+    }))
+    .unwrap();
+
+    jobs.create(&PostParams::default(), &job("off"))
+        .await
+        .unwrap();
+    assert!(jobs.get("off").await.unwrap().status.is_none());
+
+    s.set_complete_jobs(true);
+    s.set_workloads_ready(true);
+    let mut w = jobs
+        .watch(&WatchParams::default(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    jobs.create(&PostParams::default(), &job("on"))
+        .await
+        .unwrap();
+    let done = jobs.get("on").await.unwrap();
+    let conds = done.status.unwrap().conditions.unwrap();
+    assert!(
+        conds
+            .iter()
+            .any(|c| c.type_ == "Complete" && c.status == "True")
+    );
+    // ADDED (no status) then MODIFIED (complete), as a watcher would see them.
+    let mut seen = Vec::new();
+    while let Ok(Some(Ok(ev))) = tokio::time::timeout(Duration::from_millis(200), w.next()).await {
+        if let WatchEvent::Added(j) | WatchEvent::Modified(j) = ev
+            && j.metadata.name.as_deref() == Some("on")
+        {
+            seen.push(j.status.is_some());
+        }
+    }
+    assert_eq!(seen, [false, true]);
+
+    deploys
+        .create(&PostParams::default(), &deploy)
+        .await
+        .unwrap();
+    let st = deploys.get("web").await.unwrap().status.unwrap();
+    assert_eq!(
+        (st.ready_replicas, st.available_replicas),
+        (Some(3), Some(3))
+    );
+    assert_eq!(st.observed_generation, Some(1));
+    // A scale is observed at the new generation.
+    deploys
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 5}})),
+        )
+        .await
+        .unwrap();
+    let st = deploys.get("web").await.unwrap().status.unwrap();
+    assert_eq!(
+        (st.ready_replicas, st.observed_generation),
+        (Some(5), Some(2))
+    );
+}
