@@ -1025,3 +1025,54 @@ async fn simulated_controllers_complete_jobs_and_ready_workloads_against_fake_ap
         (Some(5), Some(2))
     );
 }
+
+/// The garbage collector (run at once): deleting an owner in the background deletes every
+/// dependent whose owners are all gone, transitively; one with another live owner stays;
+/// `Orphan` strips the reference instead.
+#[tokio::test]
+async fn garbage_collection_by_owner_references_against_fake_apiserver() {
+    let s = FakeApiServer::new();
+    let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let pp = PostParams::default();
+    let owner = api.create(&pp, &cm("owner", json!({}))).await.unwrap();
+    let other = api.create(&pp, &cm("other", json!({}))).await.unwrap();
+    let uid = |c: &ConfigMap| c.metadata.uid.clone().unwrap();
+    let dependent = |name: &str, owners: &[&ConfigMap]| -> ConfigMap {
+        let refs: Vec<_> = owners
+            .iter()
+            .map(|o| json!({"apiVersion": "v1", "kind": "ConfigMap", "name": o.metadata.name, "uid": uid(o)}))
+            .collect();
+        serde_json::from_value(json!({"metadata": {"name": name, "ownerReferences": refs}}))
+            .unwrap()
+    };
+    let child = api
+        .create(&pp, &dependent("child", &[&owner]))
+        .await
+        .unwrap();
+    api.create(&pp, &dependent("grandchild", &[&child]))
+        .await
+        .unwrap();
+    api.create(&pp, &dependent("shared", &[&owner, &other]))
+        .await
+        .unwrap();
+    api.delete("owner", &DeleteParams::background())
+        .await
+        .unwrap();
+    for gone in ["owner", "child", "grandchild"] {
+        assert!(api.get_opt(gone).await.unwrap().is_none(), "{gone}");
+    }
+    assert!(api.get_opt("shared").await.unwrap().is_some());
+
+    api.create(&pp, &dependent("orphan", &[&other]))
+        .await
+        .unwrap();
+    api.delete("other", &DeleteParams::orphan()).await.unwrap();
+    let orphan = api.get("orphan").await.unwrap();
+    assert!(
+        orphan
+            .metadata
+            .owner_references
+            .unwrap_or_default()
+            .is_empty()
+    );
+}
