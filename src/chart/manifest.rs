@@ -4,7 +4,6 @@
 //! `--show-only` filter of `helm template`.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, PoisonError};
 
 use regex::Regex;
@@ -320,15 +319,11 @@ pub struct HeadWorker {
 }
 
 /// Rendered files waiting for their heads to be parsed. The worker, out
-/// of files, watches [`HeadQueue::posts`] for a while before it sleeps
-/// (`workers::spin_for_change`): woken for each file it fell behind, and
-/// the renderer waited for the backlog at the end.
+/// of files, sleeps until the renderer posts more (or closes the queue).
 #[derive(Default)]
 struct HeadQueue {
     jobs: Mutex<Jobs>,
     more: Condvar,
-    /// [`Jobs::posts`], readable without the lock.
-    posts: AtomicU64,
 }
 
 #[derive(Default)]
@@ -339,8 +334,6 @@ struct Jobs {
     closed: bool,
     /// The worker has begun: it may hold files it took.
     started: bool,
-    /// Files queued and closings, counted: what the worker watches.
-    posts: u64,
     /// The worker waits on [`HeadQueue::more`] and must be woken.
     sleeping: bool,
 }
@@ -361,15 +354,9 @@ impl HeadQueue {
             if jobs.closed {
                 return None;
             }
-            let seen = jobs.posts;
-            drop(jobs);
-            crate::chart::workers::spin_for_change(&self.posts, seen);
-            jobs = self.lock();
-            if jobs.posts == seen {
-                jobs.sleeping = true;
-                jobs = self.more.wait(jobs).unwrap_or_else(PoisonError::into_inner);
-                jobs.sleeping = false;
-            }
+            jobs.sleeping = true;
+            jobs = self.more.wait(jobs).unwrap_or_else(PoisonError::into_inner);
+            jobs.sleeping = false;
         }
     }
 
@@ -381,8 +368,6 @@ impl HeadQueue {
             Some(job) => jobs.waiting.push_back(job),
             None => jobs.closed = true,
         }
-        jobs.posts += 1;
-        self.posts.store(jobs.posts, Ordering::Release);
         let started = jobs.started;
         if jobs.sleeping {
             drop(jobs);
@@ -828,8 +813,8 @@ mod tests {
     /// Heads parsed ahead by the worker give the same result as parsing
     /// them while sorting, including which bad document is reported; a
     /// file whose text changed after it was sent is parsed again. Files
-    /// sent one after the other reach the worker while it watches for
-    /// them, files sent after a pause reach it asleep.
+    /// sent one after the other reach the worker busy or waking, files
+    /// sent after a pause reach it asleep.
     #[test]
     fn heads_parsed_ahead_sort_the_same() {
         let files: BTreeMap<String, String> = [
@@ -858,9 +843,10 @@ mod tests {
             sort_manifests_with(files, w.finish())
         };
         let direct = sort_manifests(&files).unwrap();
+        let pool = crate::chart::workers::Pool::new(2);
         for changed in [None, Some("c/templates/z.yaml")] {
             for pause in [false, true] {
-                let pre = ahead(&files, changed, pause).unwrap();
+                let pre = pool.enter(|| ahead(&files, changed, pause)).unwrap();
                 assert_eq!(pre.manifests, direct.manifests);
                 assert_eq!(pre.hooks, direct.hooks);
                 assert_eq!(pre.warnings, direct.warnings);
@@ -871,12 +857,12 @@ mod tests {
         bad.insert("c/templates/y.yaml".into(), "b: {\n".into());
         for pause in [false, true] {
             assert_eq!(
-                ahead(&bad, None, pause).unwrap_err(),
+                pool.enter(|| ahead(&bad, None, pause)).unwrap_err(),
                 sort_manifests(&bad).unwrap_err()
             );
         }
         assert_eq!(
-            ahead(&bad, None, false).unwrap_err().path,
+            pool.enter(|| ahead(&bad, None, false)).unwrap_err().path,
             "c/templates/b.yaml"
         );
     }

@@ -156,6 +156,10 @@ const TREE_BYTES_PER_SOURCE_BYTE: usize = 10;
 /// open for the arena's later growth. With another allocator this is one
 /// short-lived allocation per block and nothing else.
 fn reserve_arena(bytes: usize) {
+    // Heap shaping pays only in a process that renders once and exits.
+    if !workers::one_shot_process() {
+        return;
+    }
     // Under glibc's smallest mmap threshold (128 KiB), so the blocks come
     // from the arena; at most 8 MB in all.
     const BLOCK: usize = 120 << 10;
@@ -200,7 +204,9 @@ const LARGE_TEMPLATE_BYTES: usize = 256 * 1024;
 /// process.
 fn prepare_heap(template_bytes: usize) {
     static ONCE: std::sync::Once = std::sync::Once::new();
-    if template_bytes < LARGE_TEMPLATE_BYTES {
+    // It raises glibc's thresholds for the rest of the process: only for
+    // one that renders once and exits.
+    if template_bytes < LARGE_TEMPLATE_BYTES || !workers::one_shot_process() {
         return;
     }
     ONCE.call_once(|| {

@@ -259,11 +259,30 @@ pub fn main() -> ! {
             "Error: internal error, please report it: {what}{at}"
         );
     }));
+    // One pool of render helpers for the whole run, sized to the CPUs the
+    // affinity mask allows (not `available_parallelism`, whose cgroup quota
+    // look-up costs ~140 µs, a few percent of a small chart: a one-shot
+    // process gains nothing from it); it may shape the heap for a process
+    // that exits after one render.
+    let pool = crate::chart::workers::Pool::new(affinity_cpus()).for_one_shot_process();
     // The panic hook has already printed the error.
-    let code =
-        std::panic::catch_unwind(|| stacker::grow(STACK_SIZE, || std::process::exit(run_cli())))
-            .unwrap_or(1);
+    let code = std::panic::catch_unwind(|| {
+        stacker::grow(STACK_SIZE, || {
+            std::process::exit(pool.enter(run_cli));
+        })
+    })
+    .unwrap_or(1);
     std::process::exit(code)
+}
+
+/// The CPUs in this process's affinity mask, as Go's `runtime.NumCPU`
+/// counts them.
+fn affinity_cpus() -> usize {
+    rustix::thread::sched_getaffinity(None)
+        .ok()
+        .and_then(|set| usize::try_from(set.count()).ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(1)
 }
 
 fn run_cli() -> i32 {

@@ -26,6 +26,7 @@ mod hostile_hooks;
 mod module_config;
 mod module_shipped;
 mod module_tree;
+mod render_longlived;
 mod values_config;
 mod values_model;
 mod values_names;
