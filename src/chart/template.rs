@@ -270,6 +270,11 @@ pub fn run_keeping(
         sorted,
         state,
     } = rendered?;
+    // A file that vanished or became unreadable since the load was read as
+    // empty: the render is wrong, whatever it printed.
+    if let Some(e) = chart.read_errors().into_iter().next() {
+        return Err(err(format!("cannot read chart file {e}")));
+    }
     for w in &sorted.warnings {
         let _ = writeln!(log, "manifest_sorter.go:190: {w}");
     }

@@ -2,7 +2,7 @@
 //! other files, default values, schema, CRDs and loaded subcharts.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::yaml::Mapping;
 
@@ -29,8 +29,13 @@ struct DataInner {
     /// Where to read the bytes from when `bytes` is still empty: the
     /// file's name in its directory, opened when the walk found it
     /// (opening by name there skips resolving every component of the
-    /// whole path again, most of what an open costs).
-    at: Option<(Arc<rustix::fd::OwnedFd>, Box<str>)>,
+    /// whole path again, most of what an open costs). Taken by the read,
+    /// so a chart whose files were all read holds no directory open.
+    at: Mutex<Option<(Arc<rustix::fd::OwnedFd>, Box<str>)>>,
+    /// Why the deferred read failed (the bytes are then empty): a file that
+    /// vanished or became unreadable since the load. Reported by
+    /// [`Chart::read_errors`], never taken for an empty file.
+    error: OnceLock<String>,
     /// The file's size when it was checked, for work planning before it is
     /// read (a byte order mark makes it 3 more than the bytes).
     size: usize,
@@ -43,7 +48,8 @@ impl Data {
     /// mark (Helm's loader drops it from every file).
     pub fn lazy(dir: Arc<rustix::fd::OwnedFd>, name: &str, size: usize) -> Data {
         Data(Arc::new(DataInner {
-            at: Some((dir, name.into())),
+            at: Mutex::new(Some((dir, name.into()))),
+            error: OnceLock::new(),
             size,
             bytes: OnceLock::new(),
         }))
@@ -64,7 +70,8 @@ impl Data {
     }
 
     /// The bytes (read now if they were deferred). A file that vanished or
-    /// became unreadable since the load reads as empty.
+    /// became unreadable since the load reads as empty here, and its error
+    /// is kept for [`Data::read_error`] (renders fail with it).
     pub fn bytes(&self) -> &[u8] {
         self.shared()
     }
@@ -72,12 +79,28 @@ impl Data {
     /// The bytes as a shared buffer.
     pub fn shared(&self) -> &Arc<[u8]> {
         self.0.bytes.get_or_init(|| {
-            self.0
+            let at = self
+                .0
                 .at
-                .as_ref()
-                .and_then(|(dir, name)| crate::chart::load::read_at(dir, name, self.0.size).ok())
-                .unwrap_or_else(|| Arc::from(&[][..]))
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
+            match at {
+                None => Arc::from(&[][..]),
+                Some((dir, name)) => match crate::chart::load::read_at(&dir, &name, self.0.size) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        let _ = self.0.error.set(e.to_string());
+                        Arc::from(&[][..])
+                    }
+                },
+            }
         })
+    }
+
+    /// Why reading the file failed, if it was read and failed.
+    pub fn read_error(&self) -> Option<&str> {
+        self.0.error.get().map(String::as_str)
     }
 }
 
@@ -91,7 +114,8 @@ impl std::ops::Deref for Data {
 impl From<Arc<[u8]>> for Data {
     fn from(bytes: Arc<[u8]>) -> Data {
         Data(Arc::new(DataInner {
-            at: None,
+            at: Mutex::new(None),
+            error: OnceLock::new(),
             size: bytes.len(),
             bytes: OnceLock::from(bytes),
         }))
@@ -182,5 +206,105 @@ impl Chart {
     }
     pub fn is_library(&self) -> bool {
         self.metadata.chart_type == "library"
+    }
+
+    /// The files (templates and others, subcharts' included) whose deferred
+    /// read failed, as `chart/path: why`: they vanished or became unreadable
+    /// after the load. A render that read one must fail rather than take it
+    /// for empty.
+    pub fn read_errors(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.collect_read_errors(&mut out);
+        out
+    }
+
+    fn collect_read_errors(&self, out: &mut Vec<String>) {
+        for f in self.templates.iter().chain(&self.files) {
+            if let Some(e) = f.data.read_error() {
+                out.push(format!("{}/{}: {e}", self.name(), f.name));
+            }
+        }
+        for d in &self.dependencies {
+            d.collect_read_errors(out);
+        }
+    }
+
+    /// Reads every file whose read was deferred, so that the chart holds no
+    /// directory open and stays whole for as long as it is kept (a process
+    /// that keeps charts between renders calls this once); the errors as
+    /// [`Chart::read_errors`] gives them.
+    pub fn read_all(&self) -> Result<(), Vec<String>> {
+        self.touch_all();
+        let errors = self.read_errors();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+
+    fn touch_all(&self) {
+        for f in self.templates.iter().chain(&self.files) {
+            f.data.bytes();
+        }
+        for d in &self.dependencies {
+            d.touch_all();
+        }
+    }
+}
+
+#[cfg(test)]
+mod read_tests {
+    use super::*;
+
+    fn dir_fd(p: &std::path::Path) -> Arc<rustix::fd::OwnedFd> {
+        use rustix::fs::{Mode, OFlags};
+        Arc::new(
+            rustix::fs::open(
+                p,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .unwrap(),
+        )
+    }
+
+    /// A deferred read gives the bytes and lets the directory go; one that
+    /// fails is an error naming the file, never an empty file taken for
+    /// real.
+    #[test]
+    fn deferred_reads_release_the_directory_and_keep_their_errors() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("a.txt"), "hello").unwrap();
+        let dir = dir_fd(tmp.path());
+        let ok = Data::lazy(dir.clone(), "a.txt", 5);
+        let gone = Data::lazy(dir.clone(), "vanished.txt", 3);
+        assert_eq!(Arc::strong_count(&dir), 3);
+        assert_eq!(ok.bytes(), b"hello");
+        assert!(gone.bytes().is_empty());
+        assert_eq!(Arc::strong_count(&dir), 1, "read files hold no directory");
+        assert!(ok.read_error().is_none());
+        assert!(gone.read_error().unwrap().contains("No such file"));
+
+        let chart = Chart {
+            metadata: Metadata {
+                name: "c".into(),
+                ..Metadata::default()
+            },
+            files: vec![
+                File {
+                    name: "a.txt".into(),
+                    data: ok,
+                },
+                File {
+                    name: "vanished.txt".into(),
+                    data: gone,
+                },
+            ],
+            ..Chart::default()
+        };
+        let errs = chart.read_all().unwrap_err();
+        assert_eq!(errs.len(), 1);
+        assert!(errs[0].starts_with("c/vanished.txt: "), "{errs:?}");
     }
 }

@@ -198,3 +198,23 @@ fn hostile_inputs_fail_without_crashing() {
         assert_clean_failure(what, &out);
     }
 }
+
+/// A chart file that cannot be read when a template asks for it (here a
+/// link to `/proc/self/mem`, whose first page reads as an I/O error) fails
+/// the render naming the file; it is never taken for an empty file.
+#[test]
+fn unreadable_chart_file_is_an_error_naming_it() {
+    let tmp = temp_chart(&[(
+        "c/templates/t.yaml",
+        b"r: {{ .Files.Get \"mem\" | len }}\n".as_slice(),
+    )]);
+    std::os::unix::fs::symlink("/proc/self/mem", tmp.path().join("c/mem")).unwrap();
+    let out = antiopa_in(tmp.path(), &["template", "rel", "c"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        stderr.contains("Error: cannot read chart file c/mem: Input/output error"),
+        "{stderr}"
+    );
+}
