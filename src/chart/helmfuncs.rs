@@ -322,11 +322,29 @@ fn fail(_: &Env, args: &[Value]) -> FuncResult {
     Err(warn_wrap(str_arg(args)))
 }
 
-/// `lookup` without a cluster connection: always an empty map.
-fn lookup(env: &Env, _: &[Value]) -> FuncResult {
+/// `lookup apiVersion kind namespace name`: from the cluster when the
+/// render was given one ([`crate::chart::lookup`]), else an empty map, as
+/// in `helm template`.
+fn lookup(env: &Env, args: &[Value]) -> FuncResult {
     // What the cluster holds is no function of the arguments.
     env.mark_impure();
-    Ok(new_map(Entries::new()))
+    let Some(provider) = crate::chart::lookup::current() else {
+        return Ok(new_map(Entries::new()));
+    };
+    let arg = |i: usize| match args.get(i) {
+        Some(Value::Str(s)) => s.to_string(),
+        Some(v) => crate::engine::gofmt::to_string_v(v),
+        None => String::new(),
+    };
+    let found = provider.lookup(&arg(0), &arg(1), &arg(2), &arg(3))?;
+    // The API server's JSON, read as Go's unstructured content is.
+    let text = serde_json::to_string(&found).map_err(|e| e.to_string())?;
+    let yaml = crate::yaml::load(&text, crate::yaml::Numbers::Json).map_err(|e| e.0)?;
+    // `map[string]interface {}` (`dig` takes it, as in Helm).
+    Ok(match &yaml {
+        crate::yaml::Yaml::Map(_) => crate::chart::convert::yaml_to_value(&yaml),
+        _ => new_map(Entries::new()),
+    })
 }
 
 /// `getHostByName` without `--enable-dns`: always "".

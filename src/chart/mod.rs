@@ -17,6 +17,7 @@ pub mod coalesce;
 pub mod dependencies;
 pub mod ignore;
 pub mod load;
+pub mod lookup;
 pub mod metadata;
 pub mod schema;
 pub mod strvals;

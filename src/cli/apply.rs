@@ -234,7 +234,93 @@ pub(super) struct RenderedChart {
 /// revision about to be written (`.Release.Revision`, `.Release.IsUpgrade`
 /// and `.Release.IsInstall` as helm's `upgrade --install` sets them), and
 /// collect the chart metadata, values and notes the release records.
-pub(super) fn render(a: &ReleaseChartArgs, next: release::Next) -> Result<RenderedChart, CmdError> {
+/// `lookup` answered from the cluster the chart is applied to (see
+/// [`crate::chart::lookup`]): renders are synchronous, so each lookup
+/// blocks this runtime thread on its requests (`block_in_place`).
+struct ClusterLookup {
+    cluster: Cluster,
+    handle: tokio::runtime::Handle,
+}
+
+impl crate::chart::lookup::Lookup for ClusterLookup {
+    fn lookup(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Json, String> {
+        use kube::api::{Api, DynamicObject, ListParams};
+        let absent = || Json::Object(Map::new());
+        let c = &self.cluster;
+        tokio::task::block_in_place(|| {
+            self.handle.block_on(async {
+                let gone = |e: &kube::Error| {
+                    matches!(crate::cluster::api_status(e), Some(403 | 404))
+                };
+                let r = match c.resolve(api_version, kind).await {
+                    Ok(Some(r)) => r,
+                    Ok(None) => return Ok(absent()),
+                    Err(e) if gone(&e) => return Ok(absent()),
+                    Err(e) => return Err(crate::cluster::error_text(&e)),
+                };
+                let api: Api<DynamicObject> = if r.namespaced && !namespace.is_empty() {
+                    Api::namespaced_with(c.client().clone(), namespace, &r.resource)
+                } else {
+                    Api::all_with(c.client().clone(), &r.resource)
+                };
+                let typed = |mut v: Json| {
+                    if let Some(o) = v.as_object_mut() {
+                        o.insert("apiVersion".into(), Json::String(api_version.to_string()));
+                        o.insert("kind".into(), Json::String(kind.to_string()));
+                    }
+                    v
+                };
+                if !name.is_empty() {
+                    return match c.request(api.get(name)).await {
+                        Ok(o) => Ok(typed(serde_json::to_value(&o).map_err(|e| e.to_string())?)),
+                        Err(e) if gone(&e) => Ok(absent()),
+                        Err(e) => Err(crate::cluster::error_text(&e)),
+                    };
+                }
+                match c.request(api.list(&ListParams::default())).await {
+                    Ok(list) => {
+                        let items = list
+                            .items
+                            .iter()
+                            .map(|o| serde_json::to_value(o).map(typed))
+                            .collect::<Result<Vec<_>, _>>()
+                            .map_err(|e| e.to_string())?;
+                        Ok(serde_json::json!({
+                            "apiVersion": api_version,
+                            "kind": format!("{kind}List"),
+                            "metadata": {"resourceVersion": list.metadata.resource_version.unwrap_or_default()},
+                            "items": items,
+                        }))
+                    }
+                    Err(e) if gone(&e) => Ok(absent()),
+                    Err(e) => Err(crate::cluster::error_text(&e)),
+                }
+            })
+        })
+    }
+}
+
+/// Renders the chart for the revision about to be written, `lookup`
+/// reading `cluster`.
+pub(super) fn render(
+    a: &ReleaseChartArgs,
+    next: release::Next,
+    cluster: &Cluster,
+) -> Result<RenderedChart, CmdError> {
+    let provider = std::rc::Rc::new(ClusterLookup {
+        cluster: cluster.clone(),
+        handle: tokio::runtime::Handle::current(),
+    });
+    crate::chart::lookup::with_lookup(provider, || render_offline(a, next))
+}
+
+fn render_offline(a: &ReleaseChartArgs, next: release::Next) -> Result<RenderedChart, CmdError> {
     let values = a.values.options();
     let config = match to_json(&Yaml::Map(values.merge().map_err(cerr)?)) {
         Json::Object(m) => m,
@@ -384,7 +470,7 @@ pub fn run_apply(a: ApplyArgs) -> Result<(), CmdError> {
             .await
             .map_err(cerr)?;
         let next = release::next_revision(&hist);
-        let r = render(&a.chart, next)?;
+        let r = render(&a.chart, next, &cluster)?;
         let req = InstallRequest {
             name: a.chart.name.clone(),
             namespace: a.chart.namespace.clone(),

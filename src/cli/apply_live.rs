@@ -45,7 +45,7 @@ pub fn run_live_diff(a: LiveDiffArgs) -> Result<bool, CmdError> {
         let deployed = hist
             .iter()
             .rposition(|r| r.status() == release::Status::Deployed);
-        let r = render(c, release::next_revision(&hist))?;
+        let r = render(c, release::next_revision(&hist), &cluster)?;
         let mut desired = Vec::new();
         if !c.skip_crds() {
             desired.extend(decode(&r.rendered.crds).map_err(cerr)?);

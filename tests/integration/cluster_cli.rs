@@ -269,3 +269,57 @@ async fn live_diff_masks_secret_values_against_fake_apiserver() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Y29ycmVjdC1ob3JzZQ=="), "{text}");
 }
+
+/// `lookup` reads the cluster when antiopa applies (get one, list in a
+/// namespace, a cluster-scoped kind, absent and unknown kinds empty), and
+/// stays empty offline as in `helm template`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookup_reads_the_cluster_on_apply_against_fake_apiserver() {
+    let s = serve().await;
+    let dir = tempfile::tempdir().unwrap();
+    let chart = write_chart(
+        dir.path(),
+        "look",
+        "",
+        &[(
+            "cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: looked\ndata:\n  one: {{ dig \"data\" \"key\" \"none\" (lookup \"v1\" \"ConfigMap\" .Release.Namespace \"existing\") | quote }}\n  count: {{ (lookup \"v1\" \"ConfigMap\" .Release.Namespace \"\").items | default list | len | quote }}\n  kinds: {{ range (lookup \"v1\" \"ConfigMap\" .Release.Namespace \"\").items }}{{ .kind }}/{{ .metadata.name }},{{ end }}\n  absent: {{ if not (lookup \"v1\" \"Secret\" .Release.Namespace \"nope\") }}\"yes\"{{ else }}\"no\"{{ end }}\n  unknown: {{ if not (lookup \"example.com/v1\" \"Widget\" \"\" \"\") }}\"empty\"{{ end }}\n  ns: {{ dig \"metadata\" \"name\" \"none\" (lookup \"v1\" \"Namespace\" \"\" .Release.Namespace) | quote }}\n",
+        )],
+    );
+    let c = chart.display().to_string();
+    s.fake
+        .seed(
+            "v1/namespaces",
+            serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps"}}),
+        )
+        .unwrap();
+    s.fake
+        .seed(
+            "v1/configmaps",
+            serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "existing", "namespace": "apps"}, "data": {"key": "from-cluster"}}),
+        )
+        .unwrap();
+    ok(&run(
+        antiopa(),
+        &["apply", "web", &c, "-n", "apps"],
+        &s.kubeconfig,
+    )
+    .await);
+    let cm = s.fake.get("v1/configmaps", Some("apps"), "looked").unwrap();
+    assert_eq!(cm["data"]["one"], "from-cluster");
+    assert_eq!(cm["data"]["count"], "1");
+    assert_eq!(cm["data"]["kinds"], "ConfigMap/existing,");
+    assert_eq!(cm["data"]["absent"], "yes");
+    assert_eq!(cm["data"]["unknown"], "empty");
+    assert_eq!(cm["data"]["ns"], "apps");
+
+    // Offline, as `helm template`: every lookup is empty.
+    let template = ["template", "web", &c, "-n", "apps"]
+        .map(String::from)
+        .to_vec();
+    let out = ok(&run_args(antiopa(), template).await);
+    assert!(
+        out.contains("one: \"none\"") && out.contains("count: \"0\""),
+        "{out}"
+    );
+}
