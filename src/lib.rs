@@ -2,6 +2,7 @@
 //! and applies them with server-side apply.
 //!
 //! - [`scan`]: byte searches without run-time CPU detection (a leaf, for engine, yaml and chart).
+//! - [`gocompat`]: what Go's standard library does that several layers need exactly (a leaf).
 //! - [`engine`]: Go `text/template` with Sprig, ported; pure and synchronous.
 //! - [`yaml`]: YAML and JSON exactly as Helm reads and writes them.
 //! - [`chart`]: Helm charts: load, values, render, `helm template` output.
@@ -20,6 +21,7 @@ pub mod cli;
 pub mod cluster;
 pub mod diff;
 pub mod engine;
+pub mod gocompat;
 pub mod hooks;
 pub mod module;
 pub mod release;

@@ -375,52 +375,11 @@ mod tests {
     }
 }
 
-/// Go's `strconv.Quote`: a double-quoted Go string literal.
-pub fn quote(s: &str) -> String {
-    quote_bytes(s.as_bytes())
-}
-
-/// Go's `strconv.Quote` of a byte string: invalid UTF-8 bytes are written
-/// as `\xNN`.
-pub fn quote_bytes(s: &[u8]) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for chunk in s.utf8_chunks() {
-        quote_into(chunk.valid(), '"', &mut out);
-        for b in chunk.invalid() {
-            out.push_str(&format!("\\x{b:02x}"));
-        }
-    }
-    out.push('"');
-    out
-}
+pub use crate::gocompat::strconv::{is_print, quote, quote_bytes};
 
 fn quote_into(s: &str, q: char, out: &mut String) {
-    use std::fmt::Write;
     for c in s.chars() {
-        match c {
-            c if c == q || c == '\\' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if is_print(c) => out.push(c),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if (c as u32) < 0x10000 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => {
-                let _ = write!(out, "\\U{:08x}", c as u32);
-            }
-        }
+        crate::gocompat::strconv::push_escaped(out, c, q);
     }
 }
 
@@ -443,12 +402,6 @@ fn quote_ascii(s: &[u8]) -> String {
     }
     out.push('"');
     out
-}
-
-/// Go's `unicode.IsPrint`: letters, marks, numbers, punctuation, symbols
-/// and the ASCII space (by Unicode general category).
-pub fn is_print(c: char) -> bool {
-    super::funcs::sprig::gounicode::is_print(c)
 }
 
 /// Go's `fmt.Sprint`: spaces between operands when neither is a string.

@@ -1278,24 +1278,6 @@ fn is_letter(r: char) -> bool {
     )
 }
 
-/// `unicode.IsPrint`: what `%q` leaves unescaped.
-fn is_print(c: char) -> bool {
-    if c == ' ' {
-        return true;
-    }
-    !matches!(
-        get_general_category(c),
-        G::SpaceSeparator
-            | G::LineSeparator
-            | G::ParagraphSeparator
-            | G::Control
-            | G::Format
-            | G::Surrogate
-            | G::PrivateUse
-            | G::Unassigned
-    )
-}
-
 fn rune_or_eof(r: char) -> String {
     if r == EOF {
         "end of file".into()
@@ -1304,50 +1286,7 @@ fn rune_or_eof(r: char) -> String {
     }
 }
 
-/// strconv's escaping of one rune inside `quote` quotes.
-fn push_escaped(out: &mut String, r: char, quote: char) {
-    if r == quote || r == '\\' {
-        out.push('\\');
-        out.push(r);
-        return;
-    }
-    if is_print(r) {
-        out.push(r);
-        return;
-    }
-    match r {
-        '\u{7}' => out.push_str("\\a"),
-        '\u{8}' => out.push_str("\\b"),
-        '\u{c}' => out.push_str("\\f"),
-        '\n' => out.push_str("\\n"),
-        '\r' => out.push_str("\\r"),
-        '\t' => out.push_str("\\t"),
-        '\u{b}' => out.push_str("\\v"),
-        c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-            out.push_str(&format!("\\x{:02x}", c as u32));
-        }
-        c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
-        c => out.push_str(&format!("\\U{:08x}", c as u32)),
-    }
-}
-
-/// `%q` of a rune (`strconv.QuoteRune`).
-fn quote_rune(r: char) -> String {
-    let mut s = String::from("'");
-    push_escaped(&mut s, r, '\'');
-    s.push('\'');
-    s
-}
-
-/// `%q` of a string (`strconv.Quote`).
-fn quote_str(v: &str) -> String {
-    let mut s = String::from("\"");
-    for c in v.chars() {
-        push_escaped(&mut s, c, '"');
-    }
-    s.push('"');
-    s
-}
+use crate::gocompat::strconv::{quote as quote_str, quote_rune};
 
 // ---------------------------------------------------------------- parser
 

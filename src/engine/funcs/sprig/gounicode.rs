@@ -85,24 +85,7 @@ pub fn is_space(c: char) -> bool {
     }
 }
 
-/// `unicode.IsPrint`: letters, marks, numbers, punctuation, symbols and the
-/// ASCII space (what `%q` leaves unescaped).
-pub fn is_print(c: char) -> bool {
-    if c == ' ' {
-        return true;
-    }
-    !matches!(
-        get_general_category(c),
-        G::SpaceSeparator
-            | G::LineSeparator
-            | G::ParagraphSeparator
-            | G::Control
-            | G::Format
-            | G::Surrogate
-            | G::PrivateUse
-            | G::Unassigned
-    )
-}
+pub use crate::gocompat::strconv::is_print;
 
 /// `unicode.ToUpper`: the simple (one-to-one) uppercase mapping.
 pub fn to_upper(c: char) -> char {
