@@ -499,10 +499,7 @@ fn kind_cmp(a: &str, b: &str) -> std::cmp::Ordering {
     }
 }
 
-/// Go's `%q` for the plain strings annotations hold.
-fn go_quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
-}
+use crate::gocompat::strconv::quote as go_quote;
 
 /// Decode a document into `SimpleHead` as sigs.k8s.io/yaml.Unmarshal does:
 /// YAML → JSON (scalars become strings where the target is a string), then

@@ -418,23 +418,7 @@ fn go_base(p: &str) -> &str {
     crate::scan::after_last_slash(t)
 }
 
-/// Go's `%q` for the strings Helm quotes in messages.
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+pub(crate) use crate::gocompat::strconv::quote as go_quote;
 
 #[cfg(test)]
 mod tests {

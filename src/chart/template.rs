@@ -147,9 +147,7 @@ fn locate_chart(name: &str) -> Result<PathBuf, TemplateError> {
     }
 }
 
-fn go_quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
-}
+use crate::gocompat::strconv::quote as go_quote;
 
 /// Run `helm template` with `s`, writing what Helm writes to stdout into
 /// `out` and its log lines into `log`.
