@@ -23,6 +23,7 @@ mod hooks_run;
 mod module_config;
 mod module_shipped;
 mod module_tree;
+mod render_limits;
 mod values_config;
 mod values_model;
 mod values_names;
