@@ -581,6 +581,7 @@ impl<'a, 't> State<'a, 't> {
                 let val = self.eval_pipeline(dot, pipe)?;
                 if pipe.decl.is_empty() {
                     self.at(Cur::Node(node));
+                    self.env.check_printed(&val).map_err(|h| self.limit(h))?;
                     let before = out.len();
                     print_value(&val, out);
                     self.env
@@ -1036,6 +1037,14 @@ impl<'a, 't> State<'a, 't> {
         }
 
         self.step()?;
+        if let Fun::Callee(Callee::Func(d)) = fun
+            && self.env.alloc_cap() != u64::MAX
+            && super::limits::writes_whole_values(d.name)
+            && let Some(h) = argv.iter().find_map(|a| self.env.check_printed(a).err())
+        {
+            self.at(node);
+            return Err(self.err(format!("error calling {fname}: {h}")));
+        }
         let result = match fun {
             Fun::Callee(Callee::Func(d)) => (d.imp)(self.env, &argv).map_err(|m| (m, None)),
             Fun::Method(m, _) => m(&argv).map_err(|m| (m, None)),

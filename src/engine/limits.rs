@@ -16,6 +16,8 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use super::value::Value;
+
 /// Evaluation steps (nodes walked, functions called, range iterations)
 /// between two readings of the clock. A step costs some tens of
 /// nanoseconds, so the deadline is noticed within a millisecond or so,
@@ -238,6 +240,70 @@ impl Budget {
     pub(crate) fn leave(&self) {
         self.depth.set(self.depth.get().saturating_sub(1));
     }
+}
+
+/// Functions that write a whole value out (or copy it whole): a list or
+/// map that holds the same nested list twice at each of 40 levels (`$l =
+/// list $l $l` in a loop) is small in memory but prints as 2^40 items, so
+/// with an output limit their arguments are measured first.
+pub(crate) fn writes_whole_values(func: &str) -> bool {
+    matches!(
+        func,
+        "toJson"
+            | "mustToJson"
+            | "toPrettyJson"
+            | "mustToPrettyJson"
+            | "toRawJson"
+            | "mustToRawJson"
+            | "toYaml"
+            | "mustToYaml"
+            | "toYamlPretty"
+            | "toToml"
+            | "toString"
+            | "printf"
+            | "print"
+            | "println"
+            | "cat"
+            | "quote"
+            | "squote"
+            | "deepCopy"
+            | "mustDeepCopy"
+            | "fmt"
+    )
+}
+
+/// Whether `v` written out (as text, JSON or YAML, roughly: strings with
+/// their quotes, eight bytes a scalar, a few per entry) exceeds `cap`
+/// bytes. Shared parts count each time they appear, as they would print;
+/// the walk stops as soon as the count passes `cap`, so it costs at most
+/// about `cap / 8` steps.
+pub(crate) fn printed_size_exceeds(v: &Value, cap: u64) -> bool {
+    let mut size = 0u64;
+    let mut todo: Vec<Value> = vec![v.clone()];
+    while let Some(v) = todo.pop() {
+        size += match &v {
+            Value::Str(s) => s.len() as u64 + 2,
+            Value::BStr(b) | Value::Bytes(b) => b.len() as u64 + 2,
+            Value::List(l) => {
+                todo.extend(l.items.iter().cloned());
+                2 + l.items.len() as u64
+            }
+            Value::Map(m) => {
+                let m = m.borrow();
+                let mut n = 2;
+                for (k, item) in m.iter() {
+                    n += k.len() as u64 + 4;
+                    todo.push(item.clone());
+                }
+                n
+            }
+            _ => 8,
+        };
+        if size > cap {
+            return true;
+        }
+    }
+    false
 }
 
 #[cfg(test)]

@@ -173,3 +173,24 @@ fn the_output_count_is_per_render() {
     env.begin_render();
     assert!(t.execute("t", &Value::Nil, &env).is_ok());
 }
+
+#[test]
+fn values_sharing_parts_stop_before_they_are_written_out() {
+    let build = r#"{{ $l := list 1 }}{{ range until 40 }}{{ $l = list $l $l }}{{ end }}"#;
+    for (out, func) in [
+        ("{{ $l }}", None),
+        ("{{ toJson $l }}", Some("toJson")),
+        ("{{ printf \"%v\" $l }}", Some("printf")),
+        ("{{ toString $l }}", Some("toString")),
+        ("{{ deepCopy $l | len }}", Some("deepCopy")),
+    ] {
+        let e = limited(&format!("{build}{out}"));
+        assert!(
+            e.ends_with("rendering exceeded the output limit of 1 MiB"),
+            "{out}: {e}"
+        );
+        if let Some(f) = func {
+            assert!(e.contains(&format!("error calling {f}: ")), "{out}: {e}");
+        }
+    }
+}

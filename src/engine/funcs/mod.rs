@@ -223,6 +223,18 @@ impl Env {
     pub fn check_items(&self, n: u64, item: usize) -> Result<(), String> {
         self.check_alloc(n.saturating_mul(item as u64))
     }
+    /// With an output limit, whether writing out `v` whole (`toJson`,
+    /// `printf "%v"`) stays within it; see [`super::limits::printed_size_exceeds`].
+    pub(crate) fn check_printed(&self, v: &Value) -> Result<(), LimitHit> {
+        let cap = self.alloc_cap();
+        if cap != u64::MAX
+            && matches!(v, Value::List(_) | Value::Map(_))
+            && super::limits::printed_size_exceeds(v, cap)
+        {
+            return Err(LimitHit::Output(cap));
+        }
+        Ok(())
+    }
     pub(crate) fn budget(&self) -> &Budget {
         &self.budget
     }
