@@ -18,6 +18,7 @@ mod compat;
 mod corpus;
 mod diff;
 mod errors;
+mod fuzz_corpus;
 mod hooks_config;
 mod hooks_run;
 mod module_config;
