@@ -83,19 +83,21 @@ fn to_yaml_model(v: &Value, json_numbers: bool) -> Result<Yaml, MarshalError> {
         // step) turns each invalid byte into U+FFFD.
         Value::BStr(b) => Yaml::Str(crate::engine::value::go_lossy(b).into_owned()),
         Value::Bytes(b) => Yaml::Str(base64::engine::general_purpose::STANDARD.encode(b)),
-        Value::List(l) => Yaml::Seq(
+        // Templates nest lists 10,000 deep (go-yaml's limit) and more: grow
+        // the stack rather than overflow the caller's thread.
+        Value::List(l) => Yaml::Seq(stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
             l.items
                 .iter()
                 .map(|x| to_yaml_model(x, json_numbers))
-                .collect::<Result<_, _>>()?,
-        ),
-        Value::Map(m) => {
+                .collect::<Result<_, _>>()
+        })?),
+        Value::Map(m) => stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
             let mut out = Mapping::new();
             for (k, item) in m.borrow().iter() {
                 out.insert(k.to_string(), to_yaml_model(item, json_numbers)?);
             }
-            Yaml::Map(out)
-        }
+            Ok(Yaml::Map(out))
+        })?,
         Value::Object(o) => match o.as_any().downcast_ref::<crate::chart::files::Files>() {
             Some(files) => {
                 let mut out = Mapping::new();

@@ -146,13 +146,23 @@ fn to_yaml(_: &Env, args: &[Value]) -> FuncResult {
 const GO_YAML_MAX_DEPTH: usize = 10000;
 
 /// Whether `y` nests more than `limit` collections (an empty one counts).
-/// Stops descending past the limit, so it recurses at most `limit` deep.
+/// Stops descending past the limit. A loop over a stack of its own, not
+/// recursion: the values it checks are the deep ones, and the caller's
+/// thread may have a small stack.
 fn deeper_than(y: &Yaml, limit: usize) -> bool {
-    match y {
-        Yaml::Seq(items) => limit == 0 || items.iter().any(|i| deeper_than(i, limit - 1)),
-        Yaml::Map(m) => limit == 0 || m.values().any(|v| deeper_than(v, limit - 1)),
-        _ => false,
+    let mut todo: Vec<(&Yaml, usize)> = vec![(y, limit)];
+    while let Some((y, limit)) = todo.pop() {
+        let children: Box<dyn Iterator<Item = &Yaml>> = match y {
+            Yaml::Seq(items) => Box::new(items.iter()),
+            Yaml::Map(m) => Box::new(m.values()),
+            _ => continue,
+        };
+        if limit == 0 {
+            return true;
+        }
+        todo.extend(children.map(|c| (c, limit - 1)));
     }
+    false
 }
 
 /// `toYamlPretty`: go-yaml v3's encoder with indent 2.
@@ -248,8 +258,13 @@ fn has_struct(v: &Value) -> bool {
 fn has_byte_string(v: &Value) -> bool {
     match v {
         Value::BStr(_) => true,
-        Value::List(l) => l.items.iter().any(has_byte_string),
-        Value::Map(m) => m.borrow().values().any(has_byte_string),
+        // Deeply nested values: grow the stack rather than overflow it.
+        Value::List(l) => stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
+            l.items.iter().any(has_byte_string)
+        }),
+        Value::Map(m) => stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
+            m.borrow().values().any(has_byte_string)
+        }),
         _ => false,
     }
 }

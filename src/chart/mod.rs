@@ -2,6 +2,9 @@
 
 pub mod types;
 
+/// The engine's render limits, for callers that render charts (modules, the
+/// operator) without using the engine directly.
+pub use crate::engine::Limits;
 pub use types::{Chart, Data, Dependency, File, Maintainer, Metadata};
 
 // Rendering and `helm template` output (render helper).

@@ -655,6 +655,8 @@ pub fn render_parsed(
     env: &Env,
     rendered_file: &mut dyn FnMut(&str, &str),
 ) -> Result<(BTreeMap<String, String>, RenderState), RenderError> {
+    // The render limits count from here (output, deadline).
+    env.begin_render();
     let shared = Shared {
         release: release_value(release),
         capabilities: caps.to_value(),

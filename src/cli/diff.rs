@@ -257,6 +257,8 @@ fn sources(a: &DiffArgs, label: &str, side: &Side) -> Result<Vec<Source>, String
                 options: TreeOptions {
                     namespace: a.namespace.clone(),
                     only: Vec::new(),
+                    // Rendered as `antiopa render` renders (the operator's limits).
+                    limits: crate::engine::Limits::operator(),
                 },
             };
             let mut fwd = |line: &str| {

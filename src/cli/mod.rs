@@ -14,6 +14,7 @@ mod apply;
 mod apply_live;
 mod diff;
 mod jq_worker;
+mod limits;
 mod module;
 
 use crate::chart::strvals::ValueOptions;
@@ -172,6 +173,8 @@ struct TemplateArgs {
     /// Fixed time (RFC 3339) for `now` and certificate validity: reproducible output.
     #[arg(long)]
     now: Option<String>,
+    #[command(flatten)]
+    limits: limits::RenderLimitArgs,
 }
 
 /// A settings error found while validating the raw arguments.
@@ -201,6 +204,8 @@ fn template_settings(a: TemplateArgs) -> Result<TemplateSettings, CliError> {
         env.seed(seed);
     }
     env.set_now(now);
+    // As helm unless asked: no limits.
+    env.set_limits(a.limits.limits(crate::engine::Limits::unlimited()));
     let _ = a.skip_crds;
     Ok(TemplateSettings {
         args: a.args,

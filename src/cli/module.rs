@@ -175,6 +175,9 @@ pub struct RenderArgs {
     /// there win, so a generated password stays the same on later runs).
     #[arg(long = "write-config")]
     write_config: bool,
+    /// Render limits per module (default: the operator's).
+    #[command(flatten)]
+    limits: super::limits::RenderLimitArgs,
 }
 
 fn settings(t: &TreeArgs) -> Result<ModulesSettings, ModuleError> {
@@ -389,6 +392,8 @@ pub fn run_render(a: RenderArgs) -> i32 {
     let opts = RenderOptions {
         namespace: a.namespace,
         only: a.modules,
+        // The operator's limits, so a module that renders here renders there.
+        limits: a.limits.limits(crate::engine::Limits::operator()),
     };
     let mut fwd = forward_stderr;
     let report = match render_tree(&mut s, &opts, &mut fwd) {

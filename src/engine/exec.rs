@@ -18,6 +18,7 @@ use super::ast::{self, Arg, Branch, Callee, Command, Node, Pipe, Source, Tree};
 use super::error::{Error, ErrorData, ErrorKind};
 use super::funcs::{Env, FuncMap, Param};
 use super::gofmt;
+use super::limits::LimitHit;
 use super::parse;
 use super::value::{Key, ListKind, MapKind, Member, Value, map_changes, new_maps_from_here};
 
@@ -490,6 +491,17 @@ impl<'a, 't> State<'a, 't> {
         Flow::Err(self.make_err(msg, None))
     }
 
+    /// A render limit's error, at the current node.
+    fn limit(&self, hit: LimitHit) -> Flow {
+        self.err(hit.to_string())
+    }
+
+    /// One evaluation step against the render's deadline.
+    #[inline]
+    fn step(&self) -> R<()> {
+        self.env.budget().step().map_err(|h| self.limit(h))
+    }
+
     fn make_err(&self, msg: String, inner: Option<(&str, &str)>) -> Error {
         let (line, col) = self.src.line_col(self.cur.pos());
         let node = self.cur.string(&self.src.text);
@@ -553,17 +565,29 @@ impl<'a, 't> State<'a, 't> {
 
     fn walk(&mut self, dot: &V, node: &'t Node, out: &mut Vec<u8>) -> R<()> {
         self.at(Cur::Node(node));
+        self.step()?;
         match node {
             Node::Text { start, end } => {
                 let range = *start as usize..*end as usize;
-                out.extend_from_slice(self.src.text.get(range).unwrap_or_default())
+                let text = self.src.text.get(range).unwrap_or_default();
+                self.env
+                    .budget()
+                    .write(text.len())
+                    .map_err(|h| self.limit(h))?;
+                out.extend_from_slice(text)
             }
             Node::Action(pipe) => {
                 // Variables declared here persist until the enclosing end.
                 let val = self.eval_pipeline(dot, pipe)?;
                 if pipe.decl.is_empty() {
                     self.at(Cur::Node(node));
+                    self.env.check_printed(&val).map_err(|h| self.limit(h))?;
+                    let before = out.len();
                     print_value(&val, out);
+                    self.env
+                        .budget()
+                        .write(out.len() - before)
+                        .map_err(|h| self.limit(h))?;
                 }
             }
             Node::If(b) => self.walk_if_with(dot, node, b, false, out)?,
@@ -659,6 +683,7 @@ impl<'a, 't> State<'a, 't> {
         let mark = self.vars.len();
         let ndecl = r.pipe.decl.len();
         let iteration = |s: &mut Self, index: Value, elem: V, out: &mut Vec<u8>| -> R<()> {
+            s.step()?;
             if r.pipe.is_assign {
                 // `range $i = …` / `range $i, $v = …` (Go 1.22+) assigns
                 // existing variables: index first with two, the element
@@ -1026,6 +1051,15 @@ impl<'a, 't> State<'a, 't> {
             argv.push(self.validate_type(V::val(f), t)?);
         }
 
+        self.step()?;
+        if let Fun::Callee(Callee::Func(d)) = fun
+            && self.env.alloc_cap() != u64::MAX
+            && super::limits::writes_whole_values(d.name)
+            && let Some(h) = argv.iter().find_map(|a| self.env.check_printed(a).err())
+        {
+            self.at(node);
+            return Err(self.err(format!("error calling {fname}: {h}")));
+        }
         let result = match fun {
             Fun::Callee(Callee::Func(d)) => (d.imp)(self.env, &argv).map_err(|m| (m, None)),
             Fun::Method(m, _) => m(&argv).map_err(|m| (m, None)),
@@ -1034,7 +1068,15 @@ impl<'a, 't> State<'a, 't> {
             Fun::Callee(Callee::And | Callee::Or) => Ok(Value::Nil),
         };
         match result {
-            Ok(v) => Ok(v),
+            // No function result may exceed the output limit: a string
+            // doubled in a loop stops here, at the call that made it.
+            Ok(v) => match self.env.fits(value_bytes(&v)) {
+                Ok(()) => Ok(v),
+                Err(h) => {
+                    self.at(node);
+                    Err(self.limit(h))
+                }
+            },
             Err((msg, inner)) => {
                 self.at(node);
                 let inner_fn = inner.clone();
@@ -1077,6 +1119,12 @@ impl<'a, 't> State<'a, 't> {
             }
             *c += 1;
         }
+        if let Err(h) = self.env.budget().enter() {
+            if let Some(c) = self.included.borrow_mut().get_mut(&key) {
+                *c = c.saturating_sub(1);
+            }
+            return Err((h.to_string(), None));
+        }
         // Results are kept for the calls of a file's own text (the calls
         // nested in them are seen again only through them): maps made
         // during such a call are its own, which it may change freely.
@@ -1097,6 +1145,7 @@ impl<'a, 't> State<'a, 't> {
             0, // a new execution (Go's ExecuteTemplate) starts at depth 0
             &mut buf,
         );
+        self.env.budget().leave();
         base.include_depth.set(depth);
         let nesting = base.include_peak.get() - depth;
         base.include_peak.set(outer_peak.max(depth + nesting));
@@ -1163,6 +1212,10 @@ impl<'a, 't> State<'a, 't> {
             parent: Some(self.ns),
             base: self.ns.base,
         };
+        self.env
+            .budget()
+            .enter()
+            .map_err(|h| (h.to_string(), None))?;
         let mut buf = Vec::new();
         let r = exec_tree(
             &ns,
@@ -1173,6 +1226,7 @@ impl<'a, 't> State<'a, 't> {
             0, // a new execution (Go's ExecuteTemplate) starts at depth 0
             &mut buf,
         );
+        self.env.budget().leave();
         match r {
             Ok(()) => Ok(Value::from_go_bytes(strip_no_value(buf))),
             Err(e) => {
@@ -1407,6 +1461,18 @@ fn unquote_bytes(quoted: &str) -> Option<Vec<u8>> {
         }
     }
     Some(out)
+}
+
+/// Bytes a function result holds for the output limit: strings by their
+/// length, lists by their slots (what `until` and `seq`-like calls grow).
+fn value_bytes(v: &Value) -> u64 {
+    let n = match v {
+        Value::Str(s) => s.len(),
+        Value::BStr(b) | Value::Bytes(b) => b.len(),
+        Value::List(l) => l.items.len() * std::mem::size_of::<Value>(),
+        _ => 0,
+    };
+    n as u64
 }
 
 /// Go's `truth` / `isTrue`.

@@ -22,13 +22,17 @@ mod exec;
 pub mod funcs;
 pub mod gofmt;
 mod lexer;
+pub mod limits;
 mod parse;
 pub mod value;
 
+#[cfg(test)]
+mod limits_tests;
 #[cfg(test)]
 mod tests;
 
 pub use error::{Error, ErrorData, ErrorKind};
 pub use exec::{LateFiles, ParsedFile, Templates};
 pub use funcs::{Env, FuncDef, FuncImpl, FuncMap, FuncResult, Param};
+pub use limits::{LimitHit, Limits};
 pub use value::{Entries, Key, List, ListKind, Map, MapKind, Member, Method, Object, Value};

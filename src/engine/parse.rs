@@ -862,6 +862,11 @@ fn unquote_char(s: &str, quote: u8) -> Option<(Unq, &str)> {
         return None;
     }
     let e = b[0];
+    // Every escape is ASCII; a backslash before any other character is a
+    // syntax error (and slicing after its first byte would cut it).
+    if !e.is_ascii() {
+        return None;
+    }
     let tail = &s[1..];
     let simple = |ch: char| Some((Unq::Char(ch), tail));
     match e {
@@ -1409,5 +1414,9 @@ mod tests {
         assert_eq!(unquote("`raw`").as_deref(), Ok("raw"));
         assert_eq!(unquote("\"plain\"").as_deref(), Ok("plain"));
         assert_eq!(unquote("\"bad\\q\""), Err("invalid syntax".to_string()));
+        // Found by the template fuzz target: a backslash before a
+        // multi-byte character panicked (a slice inside the character).
+        assert_eq!(unquote("\"bad\\é\""), Err("invalid syntax".to_string()));
+        assert_eq!(unquote("\"\\\u{FFFD}\""), Err("invalid syntax".to_string()));
     }
 }

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use super::ModuleError;
 use super::discovery::Module;
 use super::session::Session;
+use crate::chart::Limits;
 use crate::chart::strvals::ValueOptions;
 use crate::chart::template::{self, TemplateSettings};
 use crate::hooks::BindingType;
@@ -34,6 +35,8 @@ pub struct RenderOptions {
     pub namespace: String,
     /// Only these modules (all enabled modules when empty).
     pub only: Vec<String>,
+    /// Render limits for each module's chart (default: none, as helm).
+    pub limits: Limits,
 }
 
 /// One module's result.
@@ -147,7 +150,7 @@ fn converge_modules(
             }
             continue;
         }
-        let result = run_module(session, &m, &opts.namespace, on_stderr);
+        let result = run_module(session, &m, opts, on_stderr);
         res.push(RenderedModule {
             name: m.name.clone(),
             result,
@@ -165,14 +168,16 @@ fn converge_modules(
 pub fn run_module(
     session: &mut Session,
     m: &Module,
-    namespace: &str,
+    opts: &RenderOptions,
     on_stderr: &mut dyn FnMut(&str),
 ) -> Result<String, ModuleError> {
+    let namespace = &opts.namespace;
     for _ in 0..MAX_RUNS {
         session.run_module_hooks(&m.name, on_stderr)?;
         let values = session.helm_values(&m.name, on_stderr)?;
         let text = if m.has_chart {
-            render_chart(m, &values, namespace, &session.run.tmp_dir, on_stderr)?
+            let tmp = &session.run.tmp_dir;
+            render_chart(m, &values, namespace, opts.limits, tmp, on_stderr)?
         } else {
             String::new()
         };
@@ -203,6 +208,7 @@ pub fn render_chart(
     m: &Module,
     values: &Values,
     namespace: &str,
+    limits: Limits,
     tmp_root: &Path,
     on_stderr: &mut dyn FnMut(&str),
 ) -> Result<String, ModuleError> {
@@ -229,7 +235,7 @@ pub fn render_chart(
         .map_err(|e| fail(format!("cannot write Chart.yaml: {e}")))?;
         copy
     };
-    let settings = TemplateSettings {
+    let mut settings = TemplateSettings {
         args: vec![m.name.clone(), chart_dir.to_string_lossy().into_owned()],
         namespace: namespace.to_string(),
         values: ValueOptions {
@@ -239,6 +245,7 @@ pub fn render_chart(
         // The engine's default environment (no seed, real clock).
         ..Default::default()
     };
+    settings.env.set_limits(limits);
     let mut out = Vec::new();
     let mut log = Vec::new();
     let r = template::run(&settings, &mut out, &mut log);

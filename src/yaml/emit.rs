@@ -26,6 +26,11 @@ pub enum EmitError {
     ControlCharacter,
 }
 
+/// Stack left before a nested collection is written on a new stack segment,
+/// and that segment's size (see `emit_node`).
+pub(crate) const RED_ZONE: usize = 64 * 1024;
+pub(crate) const STACK_SEGMENT: usize = 1024 * 1024;
+
 /// sigs.k8s.io/yaml.Marshal: the YAML text including its final "\n".
 /// Helm's `toYaml` is `try_to_yaml(v).map(|s| s.trim_end_matches('\n') once)`
 /// with errors turned into "" — see [`to_yaml`] for that form.
@@ -169,8 +174,12 @@ impl Emitter {
                 let style = self.string_style(&s);
                 self.emit_scalar(&s, style)
             }
-            Yaml::Seq(items) => self.emit_seq(items),
-            Yaml::Map(m) => self.emit_map(m),
+            // Templates nest values 10,000 deep (go-yaml's limit) and more;
+            // grow the stack rather than overflow a caller's thread.
+            Yaml::Seq(items) => {
+                stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || self.emit_seq(items))
+            }
+            Yaml::Map(m) => stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || self.emit_map(m)),
         }
     }
 

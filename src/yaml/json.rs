@@ -3,6 +3,7 @@
 //! float64s in json's `'f'`/`'e'` layout.
 
 use super::Yaml;
+use super::emit::{RED_ZONE, STACK_SEGMENT};
 use super::num::{format_g, format_json_float};
 
 /// json.Marshal failed: NaN or ±Inf (`json: unsupported value: NaN`).
@@ -33,7 +34,8 @@ fn write_json(out: &mut String, v: &Yaml) -> Result<(), JsonError> {
                 if i > 0 {
                     out.push(',');
                 }
-                write_json(out, item)?;
+                // Deeply nested values: grow the stack, as the emitter does.
+                stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || write_json(out, item))?;
             }
             out.push(']');
         }
@@ -45,7 +47,7 @@ fn write_json(out: &mut String, v: &Yaml) -> Result<(), JsonError> {
                 }
                 write_json_string(out, k);
                 out.push(':');
-                write_json(out, v)?;
+                stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || write_json(out, v))?;
             }
             out.push('}');
         }

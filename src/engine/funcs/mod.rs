@@ -14,6 +14,7 @@ pub mod sprig;
 use foldhash::HashMap;
 use std::cell::{Cell, RefCell};
 
+use super::limits::{Budget, LimitHit, Limits};
 use super::value::Value;
 
 /// The Go type of one parameter.
@@ -129,6 +130,8 @@ pub struct Env {
     /// themselves. `include` reuses only results of executions that made
     /// none.
     impure: Cell<u64>,
+    /// The render's [`Limits`] and what it has used of them.
+    budget: Budget,
 }
 
 impl Env {
@@ -137,6 +140,7 @@ impl Env {
             rng: RefCell::new(None),
             now: None,
             impure: Cell::new(0),
+            budget: Budget::new(Limits::unlimited()),
         }
     }
     pub fn reproducible(seed: u64, now: chrono::DateTime<chrono::FixedOffset>) -> Self {
@@ -177,13 +181,66 @@ impl Env {
     pub fn clock_is_fixed(&self) -> bool {
         self.now.is_some()
     }
-    /// Count a call whose result depends on more than its arguments.
+    /// Count a call whose result depends on more than its arguments. Such
+    /// calls (key generation, bcrypt) can also be slow: the deadline is
+    /// checked at the next step.
     pub fn mark_impure(&self) {
         self.impure.set(self.impure.get() + 1);
+        self.budget.soon();
     }
     /// How many such calls were made so far.
     pub fn impure_calls(&self) -> u64 {
         self.impure.get()
+    }
+}
+
+impl Env {
+    /// Bound the renders done with this environment ([`Limits::default`]:
+    /// unbounded, as Helm).
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.budget = Budget::new(limits);
+    }
+    pub fn limits(&self) -> &Limits {
+        self.budget.limits()
+    }
+    /// Start one render: output counted from zero, the deadline from now.
+    /// (Without it the clock starts at the first check.)
+    pub fn begin_render(&self) {
+        self.budget.begin();
+    }
+    /// For functions that allocate in proportion to an argument: whether a
+    /// result of `bytes` bytes stays within the output limit. The error is
+    /// the limit's message.
+    pub fn check_alloc(&self, bytes: u64) -> Result<(), String> {
+        self.budget.fits(bytes).map_err(|e| e.to_string())
+    }
+    /// The most bytes one function result may hold (`u64::MAX`: no
+    /// limit), for functions that check as they build.
+    pub fn alloc_cap(&self) -> u64 {
+        self.limits().max_output.unwrap_or(u64::MAX)
+    }
+    /// [`Env::check_alloc`] of `n` items of `item` bytes each.
+    pub fn check_items(&self, n: u64, item: usize) -> Result<(), String> {
+        self.check_alloc(n.saturating_mul(item as u64))
+    }
+    /// With an output limit, whether writing out `v` whole (`toJson`,
+    /// `printf "%v"`) stays within it; see [`super::limits::printed_size_exceeds`].
+    pub(crate) fn check_printed(&self, v: &Value) -> Result<(), LimitHit> {
+        let cap = self.alloc_cap();
+        if cap != u64::MAX
+            && matches!(v, Value::List(_) | Value::Map(_))
+            && super::limits::printed_size_exceeds(v, cap)
+        {
+            return Err(LimitHit::Output(cap));
+        }
+        Ok(())
+    }
+    pub(crate) fn budget(&self) -> &Budget {
+        &self.budget
+    }
+    /// The budget's error for a value of `bytes` bytes, if over the limit.
+    pub(crate) fn fits(&self, bytes: u64) -> Result<(), LimitHit> {
+        self.budget.fits(bytes)
     }
 }
 

@@ -40,11 +40,15 @@ pub const FUNCS: &[FuncDef] = &[
             parse_int(&to_string_v(&arg(a, 0)), 8).unwrap_or(0),
         ))
     }),
-    def("until", &[Int], |_, a| {
+    def("until", &[Int], |env, a| {
         let n = arg_int(a, 0);
-        Ok(int_list(until_step(0, n, if n < 0 { -1 } else { 1 })))
+        let step = if n < 0 { -1 } else { 1 };
+        env.check_items(until_len(0, n, step), size_of::<Value>())?;
+        Ok(int_list(until_step(0, n, step)))
     }),
-    def("untilStep", &[Int, Int, Int], |_, a| {
+    def("untilStep", &[Int, Int, Int], |env, a| {
+        let n = until_len(arg_int(a, 0), arg_int(a, 1), arg_int(a, 2));
+        env.check_items(n, size_of::<Value>())?;
         Ok(int_list(until_step(
             arg_int(a, 0),
             arg_int(a, 1),
@@ -172,6 +176,19 @@ fn go_min(x: f64, y: f64) -> f64 {
     if x < y { x } else { y }
 }
 
+/// How many numbers [`until_step`] yields, without making them.
+pub fn until_len(start: i64, stop: i64, step: i64) -> u64 {
+    let (start, stop, step) = (start as i128, stop as i128, step as i128);
+    let n = if stop < start && step < 0 {
+        (start - stop + (-step) - 1) / -step
+    } else if stop > start && step > 0 {
+        (stop - start + step - 1) / step
+    } else {
+        0
+    };
+    n as u64
+}
+
 /// Sprig's `untilStep`.
 pub fn until_step(start: i64, stop: i64, step: i64) -> Vec<i64> {
     let mut v = Vec::new();
@@ -203,7 +220,7 @@ pub fn until_step(start: i64, stop: i64, step: i64) -> Vec<i64> {
     v
 }
 
-fn seq(_: &Env, a: &[Value]) -> FuncResult {
+fn seq(env: &Env, a: &[Value]) -> FuncResult {
     let p: Vec<i64> = a
         .iter()
         .map(|v| {
@@ -218,12 +235,12 @@ fn seq(_: &Env, a: &[Value]) -> FuncResult {
         1 => {
             let (start, end) = (1, p[0]);
             let inc = if end < start { -1 } else { 1 };
-            until_step(start, end + inc, inc)
+            checked_until(env, start, end.wrapping_add(inc), inc)?
         }
         2 => {
             let (start, end) = (p[0], p[1]);
             let step = if end < start { -1 } else { 1 };
-            until_step(start, end + step, step)
+            checked_until(env, start, end.wrapping_add(step), step)?
         }
         3 => {
             let (start, step, end) = (p[0], p[1], p[2]);
@@ -234,7 +251,7 @@ fn seq(_: &Env, a: &[Value]) -> FuncResult {
                     return Ok(Value::str(""));
                 }
             }
-            until_step(start, end + inc, step)
+            checked_until(env, start, end.wrapping_add(inc), step)?
         }
         _ => Vec::new(),
     };
@@ -245,6 +262,13 @@ fn seq(_: &Env, a: &[Value]) -> FuncResult {
             .collect::<Vec<_>>()
             .join(" "),
     ))
+}
+
+/// [`until_step`] for `seq`, whose numbers become text: at least two
+/// bytes each (`"1 "`), after eight each while they are made.
+fn checked_until(env: &Env, start: i64, stop: i64, step: i64) -> Result<Vec<i64>, String> {
+    env.check_items(until_len(start, stop, step), size_of::<i64>())?;
+    Ok(until_step(start, stop, step))
 }
 
 /// Sprig's `round`, float arithmetic as in Go.

@@ -24,6 +24,7 @@ fn random_from(env: &Env, count: &Value, set: &[u8]) -> FuncResult {
         Value::Int(n) | Value::I64(n) => *n,
         _ => 0,
     };
+    env.check_alloc(n.max(0) as u64)?;
     let mut rng = env.rng();
     let s: String = (0..n.max(0))
         .map(|_| set[rng.random_range(0..set.len())] as char)
@@ -74,6 +75,8 @@ fn rand_bytes(env: &Env, a: &[Value]) -> FuncResult {
     let Ok(count) = usize::try_from(count) else {
         return Err("runtime error: makeslice: len out of range".into());
     };
+    // The base64 text is a third longer than the bytes.
+    env.check_alloc((count as u64).saturating_mul(4) / 3)?;
     let mut buf = vec![0u8; count];
     rand::Rng::fill_bytes(&mut *env.rng(), &mut buf);
     Ok(Value::string(

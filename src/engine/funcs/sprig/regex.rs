@@ -49,37 +49,45 @@ pub const FUNCS: &[FuncDef] = &[
     def("mustRegexFind", &[Str, Str], |_, a| {
         find(&*compile(arg_str(a, 0))?, arg_str(a, 1))
     }),
-    def("regexReplaceAll", &[Str, Str, Str], |_, a| {
-        Ok(Value::string(replace_all(
+    def("regexReplaceAll", &[Str, Str, Str], |env, a| {
+        replace_all(
             &*must_compile(arg_str(a, 0))?,
             arg_str(a, 1),
             arg_str(a, 2),
             true,
-        )))
+            env.alloc_cap(),
+        )
+        .map(Value::string)
     }),
-    def("mustRegexReplaceAll", &[Str, Str, Str], |_, a| {
-        Ok(Value::string(replace_all(
+    def("mustRegexReplaceAll", &[Str, Str, Str], |env, a| {
+        replace_all(
             &*compile(arg_str(a, 0))?,
             arg_str(a, 1),
             arg_str(a, 2),
             true,
-        )))
+            env.alloc_cap(),
+        )
+        .map(Value::string)
     }),
-    def("regexReplaceAllLiteral", &[Str, Str, Str], |_, a| {
-        Ok(Value::string(replace_all(
+    def("regexReplaceAllLiteral", &[Str, Str, Str], |env, a| {
+        replace_all(
             &*must_compile(arg_str(a, 0))?,
             arg_str(a, 1),
             arg_str(a, 2),
             false,
-        )))
+            env.alloc_cap(),
+        )
+        .map(Value::string)
     }),
-    def("mustRegexReplaceAllLiteral", &[Str, Str, Str], |_, a| {
-        Ok(Value::string(replace_all(
+    def("mustRegexReplaceAllLiteral", &[Str, Str, Str], |env, a| {
+        replace_all(
             &*compile(arg_str(a, 0))?,
             arg_str(a, 1),
             arg_str(a, 2),
             false,
-        )))
+            env.alloc_cap(),
+        )
+        .map(Value::string)
     }),
     def("regexSplit", &[Str, Str, Int], |_, a| {
         Ok(string_list(split(
@@ -770,7 +778,15 @@ fn split(re: &Regex, expr: &str, s: &str, n: i64) -> Vec<String> {
 }
 
 /// Go's `Regexp.ReplaceAllString` (`expand`) / `ReplaceAllLiteralString`.
-fn replace_all(re: &Regex, src: &str, repl: &str, expand: bool) -> String {
+/// A result growing past `cap` bytes (the render's output limit) is an
+/// error: an empty match repeats the replacement after every character.
+fn replace_all(
+    re: &Regex,
+    src: &str,
+    repl: &str,
+    expand: bool,
+    cap: u64,
+) -> Result<String, String> {
     let mut buf = String::new();
     let mut last_end = 0usize;
     let mut search = 0usize;
@@ -786,6 +802,9 @@ fn replace_all(re: &Regex, src: &str, repl: &str, expand: bool) -> String {
             } else {
                 buf.push_str(repl);
             }
+            if buf.len() as u64 > cap {
+                return Err(crate::engine::LimitHit::Output(cap).to_string());
+            }
         }
         last_end = me;
         let width = src[search..].chars().next().map_or(1, char::len_utf8);
@@ -798,7 +817,7 @@ fn replace_all(re: &Regex, src: &str, repl: &str, expand: bool) -> String {
         }
     }
     buf.push_str(&src[last_end.min(src.len())..]);
-    buf
+    Ok(buf)
 }
 
 /// Go's `Regexp.expand`: `$1`, `$name`, `${name}`, `$$`; a malformed

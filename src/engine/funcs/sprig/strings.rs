@@ -111,13 +111,16 @@ pub const FUNCS: &[FuncDef] = &[
     defv("quote", &[], Any, quote),
     defv("squote", &[], Any, squote),
     defv("cat", &[], Any, cat),
-    def("indent", &[Int, RawStr], |_, a| {
+    def("indent", &[Int, RawStr], |env, a| {
+        check_indent(env, arg_int(a, 0), arg_bytes(a, 1))?;
         indent(arg_int(a, 0), arg_bytes(a, 1), false).map(Value::from_go_bytes)
     }),
-    def("nindent", &[Int, RawStr], |_, a| {
+    def("nindent", &[Int, RawStr], |env, a| {
+        check_indent(env, arg_int(a, 0), arg_bytes(a, 1))?;
         indent(arg_int(a, 0), arg_bytes(a, 1), true).map(Value::from_go_bytes)
     }),
-    def("replace", &[RawStr, RawStr, RawStr], |_, a| {
+    def("replace", &[RawStr, RawStr, RawStr], |env, a| {
+        check_replace(env, arg_bytes(a, 0), arg_bytes(a, 1), arg_bytes(a, 2))?;
         if any_bstr(a) {
             return Ok(Value::from_go_bytes(
                 arg_bytes(a, 2).replace(arg_bytes(a, 0), arg_bytes(a, 1)),
@@ -277,7 +280,7 @@ fn substr(_: &Env, a: &[Value]) -> FuncResult {
     Ok(go_str(&b[lo as usize..hi as usize]))
 }
 
-fn repeat(_: &Env, a: &[Value]) -> FuncResult {
+fn repeat(env: &Env, a: &[Value]) -> FuncResult {
     let (count, s) = (arg_int(a, 0), arg_bytes(a, 1));
     if count < 0 {
         return Err("strings: negative Repeat count".into());
@@ -286,6 +289,7 @@ fn repeat(_: &Env, a: &[Value]) -> FuncResult {
     if total > (1u128 << 40) {
         return Err("strings: Repeat output length overflow".into());
     }
+    env.check_alloc(total as u64)?;
     Ok(Value::from_go_bytes(s.repeat(count as usize)))
 }
 
@@ -535,8 +539,19 @@ fn cat(_: &Env, a: &[Value]) -> FuncResult {
 }
 
 /// Sprig's `join`: `strings.Join(strslice(v), sep)`, bytes kept.
-fn join(_: &Env, a: &[Value]) -> FuncResult {
+fn join(env: &Env, a: &[Value]) -> FuncResult {
     let list = arg(a, 1);
+    // A list may hold the same long string many times over.
+    if env.alloc_cap() != u64::MAX
+        && let Value::List(l) = &list
+    {
+        let sep = arg_bytes(a, 0).len() as u64;
+        let total = l.items.iter().fold(0u64, |n, x| {
+            let len = x.go_bytes().map_or(0, |b| b.len() as u64);
+            n.saturating_add(len).saturating_add(sep)
+        });
+        env.check_alloc(total)?;
+    }
     let items: Vec<Value> = match &list {
         Value::List(l) => l
             .items
@@ -558,6 +573,45 @@ fn join(_: &Env, a: &[Value]) -> FuncResult {
         .map(|v| v.go_bytes().unwrap_or_default())
         .collect();
     Ok(Value::from_go_bytes(parts.join(arg_bytes(a, 0))))
+}
+
+/// Whether `indent`'s result (`spaces` more bytes per line) stays within
+/// the output limit, before it is allocated.
+fn check_indent(env: &Env, spaces: i64, v: &[u8]) -> Result<(), String> {
+    if env.alloc_cap() == u64::MAX || spaces <= 0 {
+        return Ok(());
+    }
+    let lines = v.iter().filter(|&&b| b == b'\n').count() as u64 + 1;
+    env.check_alloc(
+        (spaces as u64)
+            .saturating_mul(lines)
+            .saturating_add(v.len() as u64),
+    )
+}
+
+/// Whether `replace old new s` stays within the output limit, before it
+/// is allocated: a growing replacement of many matches (an empty `old`
+/// matches between every two characters) multiplies the text.
+fn check_replace(env: &Env, old: &[u8], new: &[u8], s: &[u8]) -> Result<(), String> {
+    let cap = env.alloc_cap();
+    if cap == u64::MAX || new.len() <= old.len() {
+        return Ok(());
+    }
+    let grow = (new.len() - old.len()) as u64;
+    let most = if old.is_empty() {
+        s.len() as u64 + 1
+    } else {
+        (s.len() / old.len()) as u64
+    };
+    if (s.len() as u64).saturating_add(most.saturating_mul(grow)) <= cap {
+        return Ok(());
+    }
+    let matches = if old.is_empty() {
+        most
+    } else {
+        crate::scan::find_iter(s, old).count() as u64
+    };
+    env.check_alloc((s.len() as u64).saturating_add(matches.saturating_mul(grow)))
 }
 
 /// Go's `strings.SplitN` over bytes (`n < 0`: all parts; an empty

@@ -621,6 +621,11 @@ fn next_std_chunk(layout: &str) -> (&str, Option<Std>, &str) {
     let l = layout.as_bytes();
     let at = |i: usize, n: usize, std: Std| (&layout[..i], Some(std), &layout[i + n..]);
     for i in 0..l.len() {
+        // Every element starts with an ASCII byte, which is also where a
+        // slice of the text may start (not inside a multi-byte character).
+        if !l[i].is_ascii() {
+            continue;
+        }
         let rest = &layout[i..];
         match l[i] {
             b'J' => {
@@ -1572,6 +1577,35 @@ pub fn duration_round(d: i64, m: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the template fuzz target: a layout with a multi-byte
+    /// character where an element could start was sliced inside it.
+    #[test]
+    fn layouts_and_values_with_multibyte_characters_never_panic() {
+        let layouts = [
+            "2006-01-02T15:04:05Z07:00",
+            "Jan _2 .000 PM MST -0700",
+            "__2 002",
+        ];
+        let values = [
+            "2024-03-05T10:00:00Z",
+            "Mar  5 .123 AM UTC +0100",
+            "  5 065",
+        ];
+        for (layout, value) in layouts.iter().zip(values) {
+            for insert in ["\u{FFFD}", "é", "\u{10348}"] {
+                for i in (0..=layout.len()).filter(|&i| layout.is_char_boundary(i)) {
+                    let l = format!("{}{insert}{}", &layout[..i], &layout[i..]);
+                    let _ = parse_in_location(&l, value, Location::Utc);
+                    let _ = utc(0, 0).format(&l);
+                }
+                for i in (0..=value.len()).filter(|&i| value.is_char_boundary(i)) {
+                    let v = format!("{}{insert}{}", &value[..i], &value[i..]);
+                    let _ = parse_in_location(layout, &v, Location::Utc);
+                }
+            }
+        }
+    }
 
     fn utc(secs: i64, nsec: u32) -> GoTime {
         GoTime {
