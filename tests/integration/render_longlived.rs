@@ -63,21 +63,7 @@ fn settings(chart: &Path) -> TemplateSettings {
     TemplateSettings {
         args: vec!["rel".into(), chart.display().to_string()],
         namespace: "ns".into(),
-        values: Default::default(),
-        include_crds: false,
-        skip_tests: false,
-        no_hooks: false,
-        is_upgrade: false,
-        revision: 0,
-        kube_version: None,
-        api_versions: Vec::new(),
-        show_only: Vec::new(),
-        output_dir: None,
-        release_name_dir: false,
-        generate_name: false,
-        name_template: None,
-        skip_schema_validation: false,
-        env: antiopa::engine::Env::new(),
+        ..Default::default()
     }
 }
 
