@@ -4,3 +4,4 @@
 //! It uses nothing of the crate.
 
 pub mod strconv;
+pub mod time;

@@ -2158,18 +2158,7 @@ fn lit(v: &[u8], c: u8) -> Option<&[u8]> {
     (v.first() == Some(&c)).then(|| &v[1..])
 }
 
-fn is_leap(y: i64) -> bool {
-    y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)
-}
-
-fn days_in(month: i64, year: i64) -> i64 {
-    match month {
-        2 if is_leap(year) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
+use crate::gocompat::time::days_in;
 
 /// `time.ParseInLocation` with one of [`LAYOUTS`]: Go's general parser
 /// (which accepts a one-digit hour, zone offsets up to 24:60) with its

@@ -499,18 +499,7 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     )
 }
 
-fn is_leap(y: i64) -> bool {
-    y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)
-}
-
-fn days_in(month: i64, year: i64) -> i64 {
-    match month {
-        2 if is_leap(year) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
+use crate::gocompat::time::{days_in, is_leap};
 
 pub const LONG_DAY_NAMES: [&str; 7] = [
     "Sunday",
