@@ -45,7 +45,8 @@ pub fn run_live_diff(a: LiveDiffArgs) -> Result<bool, CmdError> {
         let deployed = hist
             .iter()
             .rposition(|r| r.status() == release::Status::Deployed);
-        let r = render(c, release::next_revision(&hist), &cluster)?;
+        let next = release::next_revision(&hist);
+        let r = render(c, next, &cluster)?;
         let mut desired = Vec::new();
         if !c.skip_crds() {
             desired.extend(decode(&r.rendered.crds).map_err(cerr)?);
@@ -54,9 +55,7 @@ pub fn run_live_diff(a: LiveDiffArgs) -> Result<bool, CmdError> {
         // ownership metadata and checked against what exists.
         let owner = Owner {
             take_ownership: c.take_ownership(),
-            upgrade: hist
-                .iter()
-                .any(|r| r.status() != release::Status::Uninstalled),
+            upgrade: next.is_upgrade,
             ..Owner::new(c.name(), c.namespace())
         };
         desired.extend(release::owned_objects(&r.rendered, &owner).map_err(cerr)?);
