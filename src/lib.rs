@@ -24,6 +24,7 @@ pub mod engine;
 pub mod gocompat;
 pub mod hooks;
 pub mod module;
+pub mod operator;
 pub mod release;
 pub mod scan;
 pub mod values;

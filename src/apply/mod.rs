@@ -7,12 +7,14 @@
 //! Rendering happens elsewhere: this module starts from text.
 
 pub mod hooks;
+pub mod lookup;
 pub mod objects;
 pub mod ownership;
 pub mod run;
 
 pub use crate::cluster::Resolved;
 pub use hooks::{HookError, HookResult, HookRun, run_hooks};
+pub use lookup::ClusterLookup;
 
 pub use objects::{Doc, Key, Object, ObjectError, Rendered, decode, split_rendered};
 pub use ownership::{Owner, Ownership};

@@ -5,6 +5,7 @@ pub mod types;
 /// The engine's render limits, for callers that render charts (modules, the
 /// operator) without using the engine directly.
 pub use crate::engine::Limits;
+pub use record::release_json;
 pub use types::{Chart, Data, Dependency, File, Maintainer, Metadata};
 
 // Rendering and `helm template` output (render helper).
@@ -22,6 +23,7 @@ pub mod ignore;
 pub mod load;
 pub mod lookup;
 pub mod metadata;
+pub mod record;
 pub mod schema;
 pub mod strvals;
 pub mod template;

@@ -234,78 +234,6 @@ pub(super) struct RenderedChart {
 /// revision about to be written (`.Release.Revision`, `.Release.IsUpgrade`
 /// and `.Release.IsInstall` as helm's `upgrade --install` sets them), and
 /// collect the chart metadata, values and notes the release records.
-/// `lookup` answered from the cluster the chart is applied to (see
-/// [`crate::chart::lookup`]): renders are synchronous, so each lookup
-/// blocks this runtime thread on its requests (`block_in_place`).
-struct ClusterLookup {
-    cluster: Cluster,
-    handle: tokio::runtime::Handle,
-}
-
-impl crate::chart::lookup::Lookup for ClusterLookup {
-    fn lookup(
-        &self,
-        api_version: &str,
-        kind: &str,
-        namespace: &str,
-        name: &str,
-    ) -> Result<Json, String> {
-        use kube::api::{Api, DynamicObject, ListParams};
-        let absent = || Json::Object(Map::new());
-        let c = &self.cluster;
-        tokio::task::block_in_place(|| {
-            self.handle.block_on(async {
-                let gone = |e: &kube::Error| {
-                    matches!(crate::cluster::api_status(e), Some(403 | 404))
-                };
-                let r = match c.resolve(api_version, kind).await {
-                    Ok(Some(r)) => r,
-                    Ok(None) => return Ok(absent()),
-                    Err(e) if gone(&e) => return Ok(absent()),
-                    Err(e) => return Err(crate::cluster::error_text(&e)),
-                };
-                let api: Api<DynamicObject> = if r.namespaced && !namespace.is_empty() {
-                    Api::namespaced_with(c.client().clone(), namespace, &r.resource)
-                } else {
-                    Api::all_with(c.client().clone(), &r.resource)
-                };
-                let typed = |mut v: Json| {
-                    if let Some(o) = v.as_object_mut() {
-                        o.insert("apiVersion".into(), Json::String(api_version.to_string()));
-                        o.insert("kind".into(), Json::String(kind.to_string()));
-                    }
-                    v
-                };
-                if !name.is_empty() {
-                    return match c.request(api.get(name)).await {
-                        Ok(o) => Ok(typed(serde_json::to_value(&o).map_err(|e| e.to_string())?)),
-                        Err(e) if gone(&e) => Ok(absent()),
-                        Err(e) => Err(crate::cluster::error_text(&e)),
-                    };
-                }
-                match c.request(api.list(&ListParams::default())).await {
-                    Ok(list) => {
-                        let items = list
-                            .items
-                            .iter()
-                            .map(|o| serde_json::to_value(o).map(typed))
-                            .collect::<Result<Vec<_>, _>>()
-                            .map_err(|e| e.to_string())?;
-                        Ok(serde_json::json!({
-                            "apiVersion": api_version,
-                            "kind": format!("{kind}List"),
-                            "metadata": {"resourceVersion": list.metadata.resource_version.unwrap_or_default()},
-                            "items": items,
-                        }))
-                    }
-                    Err(e) if gone(&e) => Ok(absent()),
-                    Err(e) => Err(crate::cluster::error_text(&e)),
-                }
-            })
-        })
-    }
-}
-
 /// Renders the chart for the revision about to be written, `lookup`
 /// reading `cluster`.
 pub(super) fn render(
@@ -313,10 +241,7 @@ pub(super) fn render(
     next: release::Next,
     cluster: &Cluster,
 ) -> Result<RenderedChart, CmdError> {
-    let provider = std::rc::Rc::new(ClusterLookup {
-        cluster: cluster.clone(),
-        handle: tokio::runtime::Handle::current(),
-    });
+    let provider = std::rc::Rc::new(crate::apply::ClusterLookup::new(cluster));
     crate::chart::lookup::with_lookup(provider, || render_offline(a, next))
 }
 
@@ -352,79 +277,9 @@ fn render_offline(a: &ReleaseChartArgs, next: release::Next) -> Result<RenderedC
     let chart = crate::chart::load::load(std::path::Path::new(a.chart.trim())).map_err(cerr)?;
     Ok(RenderedChart {
         rendered: split_rendered(&text),
-        chart: chart_json(&chart),
+        chart: crate::chart::release_json(&chart),
         config,
         notes,
-    })
-}
-
-/// `chart.Chart` as helm's JSON, metadata and values only.
-fn chart_json(c: &crate::chart::Chart) -> Json {
-    let m = &c.metadata;
-    let mut md = Map::new();
-    let mut put = |k: &str, v: Json| {
-        let empty = match &v {
-            Json::String(s) => s.is_empty(),
-            Json::Array(a) => a.is_empty(),
-            Json::Object(o) => o.is_empty(),
-            Json::Bool(b) => !b,
-            _ => false,
-        };
-        if !empty {
-            md.insert(k.to_string(), v);
-        }
-    };
-    put("name", m.name.clone().into());
-    put("home", m.home.clone().into());
-    put("sources", m.sources.clone().into());
-    put("version", m.version.clone().into());
-    put("description", m.description.clone().into());
-    put("keywords", m.keywords.clone().into());
-    put(
-        "maintainers",
-        Json::Array(
-            m.maintainers
-                .iter()
-                .map(|x| serde_json::json!({"name": x.name, "email": x.email, "url": x.url}))
-                .collect(),
-        ),
-    );
-    put("icon", m.icon.clone().into());
-    put("apiVersion", m.api_version.clone().into());
-    put("condition", m.condition.clone().into());
-    put("tags", m.tags.clone().into());
-    put("appVersion", m.app_version.clone().into());
-    put("deprecated", m.deprecated.into());
-    put(
-        "annotations",
-        Json::Object(
-            m.annotations
-                .iter()
-                .map(|(k, v)| (k.clone(), Json::String(v.clone())))
-                .collect(),
-        ),
-    );
-    put("kubeVersion", m.kube_version.clone().into());
-    put(
-        "dependencies",
-        Json::Array(
-            m.dependencies
-                .iter()
-                .map(|d| {
-                    serde_json::json!({"name": d.name, "version": d.version, "repository": d.repository,
-                        "condition": d.condition, "tags": d.tags, "enabled": d.enabled, "alias": d.alias})
-                })
-                .collect(),
-        ),
-    );
-    put("type", m.chart_type.clone().into());
-    serde_json::json!({
-        "metadata": md,
-        "lock": null,
-        "templates": null,
-        "values": to_json(&Yaml::Map(c.values.clone())),
-        "schema": null,
-        "files": null,
     })
 }
 

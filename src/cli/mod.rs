@@ -16,6 +16,7 @@ mod diff;
 mod jq_worker;
 mod limits;
 mod module;
+mod run;
 
 use crate::chart::strvals::ValueOptions;
 use crate::chart::template::{self, TemplateSettings};
@@ -61,6 +62,9 @@ enum Command {
     Uninstall(apply::UninstallArgs),
     /// Show a release's revisions.
     History(apply::HistoryArgs),
+    /// Run the operator: converge the modules tree into the cluster and
+    /// keep it converged (addon-operator's environment and ConfigMap).
+    Run(run::RunArgs),
 }
 
 /// [`Cli`] with `template` as its only subcommand, for command lines that
@@ -331,6 +335,7 @@ fn run_cli() -> i32 {
         Command::Apply(a) => exit_code(apply::run_apply(a)),
         Command::Uninstall(a) => exit_code(apply::run_uninstall(a)),
         Command::History(a) => exit_code(apply::run_history(a)),
+        Command::Run(a) => run::run_operator(a),
     }
 }
 

@@ -80,7 +80,7 @@ impl HookLimits {
 }
 
 /// Whole seconds or a Go duration, as kubectl's `--request-timeout`.
-fn parse_duration_arg(s: &str) -> Result<Duration, String> {
+pub(super) fn parse_duration_arg(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     if let Ok(n) = s.parse::<u64>() {
         return Ok(Duration::from_secs(n));
@@ -212,7 +212,7 @@ pub(super) fn run_options() -> RunOptions {
 
 /// Options for running hooks: `ADDON_OPERATOR_TMP_DIR`, the limits, and
 /// jq filters in a worker process that is this binary.
-fn run_options_with(limits: &HookLimits) -> RunOptions {
+pub(super) fn run_options_with(limits: &HookLimits) -> RunOptions {
     let mut o = RunOptions::default();
     if let Ok(d) = std::env::var("ADDON_OPERATOR_TMP_DIR")
         && !d.is_empty()

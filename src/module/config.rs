@@ -67,13 +67,22 @@ impl OfflineConfig {
             Value::Null => Values::new(),
             _ => return Err("expected a ConfigMap manifest (a map)".into()),
         };
-        let mut kube_data = BTreeMap::new();
-        let mut cfg = OfflineConfig::default();
+        let mut strings = BTreeMap::new();
         for (k, v) in data {
             // ConfigMap data values are strings; Kubernetes refuses others.
             let Value::String(s) = v else {
                 return Err(format!("data key '{k}' must be a string"));
             };
+            strings.insert(k, s);
+        }
+        Self::from_data(strings)
+    }
+
+    /// Parses a ConfigMap's `data` (the operator's watched ConfigMap).
+    pub fn from_data(data: BTreeMap<String, String>) -> Result<OfflineConfig, String> {
+        let mut kube_data = BTreeMap::new();
+        let mut cfg = OfflineConfig::default();
+        for (k, s) in data {
             if k == "disable-modules" {
                 cfg.disable_modules = s
                     .split(',')

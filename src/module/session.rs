@@ -124,6 +124,17 @@ impl SnapshotInput {
     }
 }
 
+/// What a new config asks of the operator ([`Session::set_config`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConfigDelta {
+    /// `global`, an `*Enabled` flag, `disable-modules` or the original
+    /// layout's `values` changed: converge every module again.
+    pub reconverge: bool,
+    /// Modules whose own section (or maintenance mode) changed: run these
+    /// again.
+    pub modules: Vec<String>,
+}
+
 /// Everything known about a tree during one run.
 pub struct Session {
     pub tree: ModulesTree,
@@ -473,6 +484,84 @@ impl Session {
         } else {
             Err(ModuleError::EnabledScripts(failed))
         }
+    }
+
+    /// Takes a new config (the operator's ConfigMap changed): every section
+    /// present is checked against its config schema first, and a config
+    /// that fails changes nothing (addon-operator keeps the last good config
+    /// and queues no task). Hook patches stay, as they live in memory in
+    /// addon-operator too. Returns what the change asks for.
+    pub fn set_config(&mut self, new: OfflineConfig) -> Result<ConfigDelta, ModuleError> {
+        if let Some(g) = &new.kube.global {
+            self.values
+                .global
+                .check_config_values(g)
+                .map_err(|e| ModuleError::global_values(&e))?;
+        }
+        for (name, store) in &self.values.modules {
+            if let Some(v) = new.kube.modules.get(name).and_then(|c| c.values.as_ref()) {
+                store
+                    .check_config_values(v)
+                    .map_err(|e| ModuleError::values(name, &e))?;
+            }
+        }
+        let old = std::mem::replace(&mut self.config, new);
+        let new = &self.config;
+        let enabled_flags = |c: &OfflineConfig| -> BTreeMap<String, Option<bool>> {
+            c.kube
+                .modules
+                .iter()
+                .map(|(k, m)| (k.clone(), m.enabled))
+                .collect()
+        };
+        let mut delta = ConfigDelta {
+            // addon-operator: `global` or any `*Enabled` → ConvergeModules;
+            // the original layout's `values` and `disable-modules` are
+            // global in the same way.
+            reconverge: old.kube.global != new.kube.global
+                || enabled_flags(&old) != enabled_flags(new)
+                || old.disable_modules != new.disable_modules
+                || old.legacy_data.get("values") != new.legacy_data.get("values"),
+            modules: Vec::new(),
+        };
+        for m in &self.tree.modules {
+            let section = |c: &OfflineConfig| {
+                let mc = c.kube.modules.get(&m.name);
+                (
+                    mc.and_then(|c| c.values.clone()),
+                    mc.is_some_and(|c| c.no_resource_reconciliation),
+                    c.legacy_data
+                        .get(&crate::values::legacy::legacy_config_key(&m.name))
+                        .cloned(),
+                )
+            };
+            if section(&old) != section(new) {
+                delta.modules.push(m.name.clone());
+            }
+        }
+        let global = new.kube.global.clone().unwrap_or_default();
+        self.values
+            .global
+            .set_config_values_unchecked(global)
+            .map_err(|e| ModuleError::global_values(&e))?;
+        for (name, store) in self.values.modules.iter_mut() {
+            let v = new
+                .kube
+                .modules
+                .get(name)
+                .and_then(|c| c.values.clone())
+                .unwrap_or_default();
+            store
+                .set_config_values_unchecked(v)
+                .map_err(|e| ModuleError::values(name, &e))?;
+        }
+        Ok(delta)
+    }
+
+    /// Forgets that a module's `onStartup` hooks ran: addon-operator runs
+    /// them again when a disabled module is enabled.
+    pub fn forget_startup(&mut self, name: &str) {
+        self.started_modules.remove(name);
     }
 
     /// Names of the enabled modules, in module order.

@@ -210,6 +210,29 @@ pub fn checksum(namespace: &str, r: &Rendered) -> String {
     hex::encode(h.finalize())
 }
 
+/// The revision a render would leave as it is: the last revision is
+/// `deployed` with this render's checksum, manifest and notes. The
+/// checksum does not cover NOTES.txt: new notes make a new revision, as in
+/// helm, so `helm get notes` never shows stale ones.
+pub fn unchanged(history: &[Release], namespace: &str, r: &Rendered, notes: &str) -> Option<i64> {
+    let last = history.iter().max_by_key(|r| r.version)?;
+    (last.status() == Status::Deployed
+        && last.labels.get(CHECKSUM_LABEL) == Some(&checksum(namespace, r))
+        && last.manifest == r.manifest_text()
+        && last.info.as_ref().map(|i| i.notes.as_str()) == Some(notes))
+    .then_some(last.version)
+}
+
+/// Names of the releases in `namespace` whose records carry the label
+/// `selector` (`key=value`), whatever their status.
+pub async fn names_labelled(
+    cluster: &Cluster,
+    namespace: &str,
+    selector: &str,
+) -> Result<BTreeSet<String>, ReleaseError> {
+    Ok(Store::new(cluster, namespace).names(selector).await?)
+}
+
 /// `host/pid` of this process.
 fn holder() -> String {
     format!("{}/{}", hostname(), std::process::id())
@@ -471,17 +494,8 @@ pub async fn upgrade_install_rendered_for(
     let last_deployed = hist
         .iter()
         .rposition(|s| s.release.status() == Status::Deployed);
-    // The checksum does not cover NOTES.txt: new notes make a new
-    // revision, as in helm, so `helm get notes` never shows stale ones.
-    if let Some(i) = last_deployed
-        && i + 1 == hist.len()
-        && hist[i].release.labels.get(CHECKSUM_LABEL) == Some(&sum)
-        && hist[i].release.manifest == manifest
-        && hist[i].release.info.as_ref().map(|i| i.notes.as_str()) == Some(req.notes.as_str())
-    {
-        return Ok(InstallOutcome::Unchanged {
-            version: hist[i].release.version,
-        });
+    if let Some(version) = unchanged(&records, &req.namespace, &req.rendered, &req.notes) {
+        return Ok(InstallOutcome::Unchanged { version });
     }
 
     let mut desired = Vec::new();

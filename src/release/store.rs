@@ -6,7 +6,7 @@
 //! `data.release`. Custom labels (`moduleChecksum`) sit beside them, as
 //! helm's release labels do.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
@@ -140,6 +140,26 @@ impl Store {
         }
         out.sort_by_key(|s| s.release.version);
         Ok(out)
+    }
+
+    /// Names of the releases whose records carry the label `selector`.
+    pub async fn names(&self, selector: &str) -> Result<BTreeSet<String>, StoreError> {
+        let key = format!("owner=helm,{selector}");
+        let lp = ListParams::default().labels(&key);
+        let list = self
+            .cluster
+            .request(self.api.list_metadata(&lp))
+            .await
+            .map_err(|source| StoreError::Api {
+                what: "list",
+                key,
+                source,
+            })?;
+        Ok(list
+            .items
+            .into_iter()
+            .filter_map(|s| s.metadata.labels.and_then(|mut l| l.remove("name")))
+            .collect())
     }
 
     fn secret(

@@ -1,0 +1,232 @@
+//! `antiopa run`: the operator's flags (each also read from addon-operator's
+//! environment variable), logging as addon-operator logs (`LOG_LEVEL`,
+//! `LOG_TYPE`), and the process's signals: the first SIGTERM/SIGINT stops
+//! the operator gracefully, a second exits at once (128 + signal, as
+//! addon-operator), SIGHUP makes it look at the module directories again.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use tokio::signal::unix::{SignalKind, signal};
+
+use super::module::{HookLimits, run_options_with};
+use crate::cluster::{Cluster, ClusterOptions, RateLimit};
+use crate::module::ModulesSettings;
+use crate::operator::{self, Settings, Signals, Status};
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Namespace of the releases and of the ConfigMap.
+    #[arg(short = 'n', long, env = "ADDON_OPERATOR_NAMESPACE")]
+    namespace: String,
+    /// The ConfigMap with the config values.
+    #[arg(
+        long = "config-map",
+        env = "ADDON_OPERATOR_CONFIG_MAP",
+        default_value = "addon-operator"
+    )]
+    config_map: String,
+    /// Modules directories, colon-separated (default: $MODULES_DIR,
+    /// $ADDON_OPERATOR_MODULES_DIR, or ./modules).
+    #[arg(long = "modules-dir")]
+    modules_dir: Option<String>,
+    /// Global hooks directory (default: $GLOBAL_HOOKS_DIR,
+    /// $ADDON_OPERATOR_GLOBAL_HOOKS_DIR, or ./global-hooks).
+    #[arg(long = "global-hooks-dir")]
+    global_hooks_dir: Option<PathBuf>,
+    /// Address of the HTTP server (metrics, health).
+    #[arg(
+        long = "listen-address",
+        env = "ADDON_OPERATOR_LISTEN_ADDRESS",
+        default_value = "0.0.0.0"
+    )]
+    listen_address: String,
+    /// Port of the HTTP server.
+    #[arg(
+        long = "listen-port",
+        env = "ADDON_OPERATOR_LISTEN_PORT",
+        default_value_t = 9650
+    )]
+    listen_port: u16,
+    /// Log level: error, warn, info, debug, trace.
+    #[arg(long = "log-level", env = "LOG_LEVEL", default_value = "info")]
+    log_level: String,
+    /// Log format.
+    #[arg(
+        long = "log-type",
+        env = "LOG_TYPE",
+        value_enum,
+        default_value = "text"
+    )]
+    log_type: LogType,
+    /// Release revisions kept per module (0: all).
+    #[arg(long = "history-max", env = "HELM_HISTORY_MAX", default_value_t = 10)]
+    history_max: usize,
+    /// How long chart hooks may run (a Go duration or seconds).
+    #[arg(long = "helm-timeout", env = "HELM_TIMEOUT", default_value = "20m", value_parser = super::module::parse_duration_arg)]
+    helm_timeout: Duration,
+    /// Path to the kubeconfig file (default: in-cluster, then ~/.kube/config).
+    #[arg(long, env = "KUBE_CONFIG")]
+    kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use.
+    #[arg(long = "kube-context", env = "KUBE_CONTEXT")]
+    context: Option<String>,
+    /// Client-side request rate limit (requests per second; 0: none).
+    #[arg(
+        long = "kube-client-qps",
+        env = "KUBE_CLIENT_QPS",
+        default_value_t = 50.0
+    )]
+    qps: f64,
+    /// Client-side request burst.
+    #[arg(
+        long = "kube-client-burst",
+        env = "KUBE_CLIENT_BURST",
+        default_value_t = 100
+    )]
+    burst: u32,
+    /// Modules of equal order run at once.
+    #[arg(long, env = "ANTIOPA_PARALLEL_MODULES", default_value_t = 4)]
+    parallel: usize,
+    /// How often module directories are looked at for changes (0: only
+    /// on SIGHUP).
+    #[arg(long = "rescan-interval", env = "ANTIOPA_RESCAN_INTERVAL", default_value = "15s", value_parser = super::module::parse_duration_arg)]
+    rescan_interval: Duration,
+    /// Converge once, then exit (non-zero when a module or global hook
+    /// failed).
+    #[arg(long)]
+    once: bool,
+    #[command(flatten)]
+    limits: HookLimits,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum LogType {
+    Text,
+    Json,
+    Color,
+}
+
+/// Logging for the operator's process: one line per event on stderr.
+fn init_logging(a: &RunArgs) -> Result<(), String> {
+    let filter = tracing_subscriber::EnvFilter::try_new(a.log_level.to_lowercase())
+        .map_err(|e| format!("bad LOG_LEVEL '{}': {e}", a.log_level))?;
+    let b = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false);
+    let r = match a.log_type {
+        LogType::Json => b.json().flatten_event(true).try_init(),
+        LogType::Text => b.with_ansi(false).try_init(),
+        LogType::Color => b.with_ansi(true).try_init(),
+    };
+    r.map_err(|e| e.to_string())
+}
+
+fn settings(a: &RunArgs) -> Result<Settings, String> {
+    let mut modules = ModulesSettings::from_env().map_err(|e| e.to_string())?;
+    if let Some(d) = &a.modules_dir {
+        modules.modules_dirs = crate::module::discovery::split_dirs(d);
+    }
+    if let Some(g) = &a.global_hooks_dir {
+        modules.global_hooks_dir = Some(g.clone());
+    }
+    let mut s = Settings::new(&a.namespace, modules, run_options_with(&a.limits));
+    s.config_map = a.config_map.clone();
+    s.history_max = a.history_max;
+    s.chart_hook_timeout = a.helm_timeout;
+    s.once = a.once;
+    s.parallel = a.parallel;
+    s.rescan_interval = (!a.rescan_interval.is_zero()).then_some(a.rescan_interval);
+    Ok(s)
+}
+
+pub fn run_operator(a: RunArgs) -> i32 {
+    let fail = |e: String| {
+        let _ = writeln!(std::io::stderr(), "Error: {e}");
+        1
+    };
+    if a.namespace.trim().is_empty() {
+        return fail("ADDON_OPERATOR_NAMESPACE (--namespace) is required".into());
+    }
+    if let Err(e) = init_logging(&a) {
+        return fail(e);
+    }
+    let settings = match settings(&a) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(e.to_string()),
+    };
+    let kubeconfig = a
+        .kubeconfig
+        .clone()
+        .or_else(|| std::env::var_os("KUBECONFIG").map(PathBuf::from));
+    let opts = ClusterOptions {
+        kubeconfig,
+        context: a.context.clone(),
+        rate_limit: Some(RateLimit {
+            qps: a.qps,
+            burst: a.burst,
+        }),
+        request_timeout: Some(Duration::from_secs(60)),
+    };
+    let _ = (&a.listen_address, a.listen_port);
+    rt.block_on(async move {
+        let cluster = match Cluster::connect(&opts).await {
+            Ok(c) => c,
+            Err(e) => return fail(e.to_string()),
+        };
+        let signals = Signals::default();
+        if let Err(e) = watch_signals(signals.clone()) {
+            return fail(e);
+        }
+        let status = Arc::new(RwLock::new(Status::default()));
+        match operator::run(settings, cluster, signals, status).await {
+            Ok(()) => 0,
+            Err(e) => {
+                tracing::error!("{e}");
+                1
+            }
+        }
+    })
+}
+
+/// SIGTERM/SIGINT: the first stops the operator gracefully, a second exits
+/// at once; SIGHUP: reload.
+fn watch_signals(signals: Signals) -> Result<(), String> {
+    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    let mut hup = signal(SignalKind::hangup()).map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        loop {
+            let sig = tokio::select! {
+                _ = term.recv() => 15,
+                _ = int.recv() => 2,
+                _ = hup.recv() => {
+                    signals.reload.notify_one();
+                    continue;
+                }
+            };
+            if signals.shutdown.is_cancelled() {
+                tracing::warn!("second signal: exiting now");
+                std::process::exit(128 + sig);
+            }
+            tracing::info!(
+                signal = sig,
+                "stopping: finishing the module runs under way (signal again to exit now)"
+            );
+            signals.shutdown.cancel();
+        }
+    });
+    Ok(())
+}
