@@ -1,0 +1,566 @@
+//! `antiopa run`, the real binary, against fake apiserver, with real
+//! kubectl editing its ConfigMap and the real helm listing its releases:
+//! healthy modules deploy while a failing one is retried with backoff; an
+//! idle operator writes nothing; one module's config section re-runs that
+//! module alone; a bad edit changes nothing; `<module>Enabled: "false"`
+//! uninstalls it and re-renders the modules that read
+//! `global.enabledModules`; SIGTERM stops it with exit 0; `--once`
+//! converges and reports failures by its exit code; kill -9 in the middle
+//! of a converge leaves nothing a restart cannot finish.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::cluster_support::*;
+use antiopa::cluster::{Cluster, ClusterOptions};
+use antiopa::release::{self, Release, Status};
+
+const NS: &str = "addons";
+
+/// A modules tree: `alpha` (order 10), `beta` and `gamma` (order 20),
+/// `broken` (its beforeHelm hook always fails), `off` (its `enabled`
+/// script says false), and a global onStartup hook. Each chart writes a
+/// ConfigMap with its greeting and the enabled modules.
+fn tree(dir: &Path) -> (PathBuf, PathBuf) {
+    let modules = dir.join("modules");
+    let global = dir.join("global-hooks");
+    std::fs::create_dir_all(&global).unwrap();
+    std::fs::create_dir_all(&modules).unwrap();
+    std::fs::write(
+        modules.join("values.yaml"),
+        "alphaEnabled: true\nbetaEnabled: true\ngammaEnabled: true\nbrokenEnabled: true\noffEnabled: true\n",
+    )
+    .unwrap();
+    for (dir_name, name) in [
+        ("010-alpha", "alpha"),
+        ("020-beta", "beta"),
+        ("020-gamma", "gamma"),
+        ("030-broken", "broken"),
+        ("040-off", "off"),
+    ] {
+        let d = modules.join(dir_name);
+        std::fs::create_dir_all(d.join("templates")).unwrap();
+        std::fs::write(
+            d.join("Chart.yaml"),
+            format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("values.yaml"),
+            format!("{name}:\n  greeting: hello\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("templates/cm.yaml"),
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}-config\ndata:\n  greeting: {{{{ .Values.{name}.greeting | quote }}}}\n  enabled: {{{{ .Values.global.enabledModules | join \",\" | quote }}}}\n"
+            ),
+        )
+        .unwrap();
+    }
+    executable(
+        &modules.join("040-off/enabled"),
+        "#!/bin/sh\necho false > \"$MODULE_ENABLED_RESULT\"\n",
+    );
+    std::fs::create_dir_all(modules.join("030-broken/hooks")).unwrap();
+    executable(
+        &modules.join("030-broken/hooks/fail.sh"),
+        "#!/bin/sh\nif [ \"$1\" = \"--config\" ]; then echo '{\"configVersion\":\"v1\",\"beforeHelm\":1}'; exit 0; fi\necho 'broken on purpose' >&2\nexit 1\n",
+    );
+    executable(
+        &global.join("startup.sh"),
+        "#!/bin/sh\nif [ \"$1\" = \"--config\" ]; then echo '{\"configVersion\":\"v1\",\"onStartup\":1}'; exit 0; fi\necho '[{\"op\":\"add\",\"path\":\"/global/started\",\"value\":true}]' > \"$VALUES_JSON_PATCH_PATH\"\n",
+    );
+    (modules, global)
+}
+
+fn executable(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A running `antiopa run`, killed when dropped; its log goes to a file.
+struct Operator {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Operator {
+    fn start(
+        kubeconfig: &Path,
+        modules: &Path,
+        global: &Path,
+        log: &Path,
+        extra: &[&str],
+    ) -> Operator {
+        let child = Command::new(antiopa())
+            .arg("run")
+            .args(extra)
+            .env("ADDON_OPERATOR_NAMESPACE", NS)
+            .env("MODULES_DIR", modules)
+            .env("GLOBAL_HOOKS_DIR", global)
+            .env("KUBECONFIG", kubeconfig)
+            .env("HOME", std::env::temp_dir())
+            .env("LOG_LEVEL", "info")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .unwrap();
+        Operator {
+            child,
+            log: log.to_path_buf(),
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn signal(&self, sig: nix::sys::signal::Signal) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), sig).unwrap();
+    }
+
+    /// Waits for the process to exit, at most `limit`.
+    async fn wait(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let end = Instant::now() + limit;
+        while Instant::now() < end {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return Some(st);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        None
+    }
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
+    let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    all.push(format!("--kubeconfig={}", kubeconfig.display()));
+    let out =
+        tokio::task::spawn_blocking(move || Command::new("kubectl").args(&all).output().unwrap())
+            .await
+            .unwrap();
+    assert!(
+        out.status.success(),
+        "kubectl failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+async fn cluster(kubeconfig: &Path) -> Cluster {
+    Cluster::connect(&ClusterOptions {
+        kubeconfig: Some(kubeconfig.to_path_buf()),
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+}
+
+/// The last revision of release `name` (`None`: no release).
+async fn last(c: &Cluster, name: &str) -> Option<Release> {
+    release::history(c, name, NS)
+        .await
+        .unwrap()
+        .into_iter()
+        .last()
+}
+
+/// Revision numbers of the deployed releases, by name.
+async fn deployed(c: &Cluster, names: &[&str]) -> Vec<(String, Option<i64>)> {
+    let mut out = Vec::new();
+    for n in names {
+        let v = last(c, n)
+            .await
+            .filter(|r| r.status() == Status::Deployed)
+            .map(|r| r.version);
+        out.push((n.to_string(), v));
+    }
+    out
+}
+
+/// Polls `check` every 100 ms until it holds, at most `limit`.
+async fn eventually<F, Fut>(limit: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("not within {limit:?}: {what}");
+}
+
+fn writes(s: &fake_apiserver::Stats) -> u64 {
+    s.create + s.update + s.patch + s.delete
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_converges_isolates_a_failing_module_and_follows_its_configmap_against_fake_apiserver()
+ {
+    let s = serve().await;
+    let kc = &s.kubeconfig;
+    let dir = tempfile::tempdir().unwrap();
+    let (modules, global) = tree(dir.path());
+    kubectl(kc, &["create", "namespace", NS]).await;
+    kubectl(
+        kc,
+        &[
+            "-n",
+            NS,
+            "create",
+            "configmap",
+            "addon-operator",
+            "--from-literal=beta=greeting: from-config",
+        ],
+    )
+    .await;
+    let mut op = Operator::start(kc, &modules, &global, &dir.path().join("op.log"), &[]);
+    let c = cluster(kc).await;
+
+    // Every healthy module deployed; `off` and `broken` not.
+    eventually(
+        Duration::from_secs(30),
+        "healthy modules deployed",
+        || async {
+            deployed(&c, &["alpha", "beta", "gamma"])
+                .await
+                .iter()
+                .all(|(_, v)| *v == Some(1))
+        },
+    )
+    .await;
+    assert!(last(&c, "off").await.is_none());
+    assert!(last(&c, "broken").await.is_none());
+    let beta = s
+        .fake
+        .get("v1/configmaps", Some(NS), "beta-config")
+        .unwrap();
+    assert_eq!(
+        beta["data"]["greeting"], "from-config",
+        "ConfigMap section used"
+    );
+    assert_eq!(beta["data"]["enabled"], "alpha,beta,broken,gamma");
+    if let Some(helm) = helm() {
+        let out = std::process::Command::new(helm)
+            .args(["list", "-n", NS, "--kubeconfig"])
+            .arg(kc)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        for m in ["alpha", "beta", "gamma"] {
+            assert!(
+                text.lines()
+                    .any(|l| l.starts_with(m) && l.contains("deployed")),
+                "helm list:\n{text}"
+            );
+        }
+    }
+
+    // The failing module is retried with backoff (5 s, then ~6 s).
+    eventually(Duration::from_secs(20), "broken retried", || async {
+        op.log().contains("attempt=2")
+    })
+    .await;
+    let log = op.log();
+    assert!(log.contains("broken on purpose"), "{log}");
+    assert!(log.contains("retrying in 5."), "{log}");
+
+    // Idle: nothing written for 10 s (the failing module's retries read only).
+    s.fake.reset_stats();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let idle = s.fake.stats();
+    assert_eq!(writes(&idle), 0, "an idle operator wrote: {idle:?}");
+
+    // One module's section: that module alone runs again.
+    kubectl(
+        kc,
+        &[
+            "-n",
+            NS,
+            "patch",
+            "configmap",
+            "addon-operator",
+            "--type=merge",
+            "-p",
+            r#"{"data":{"alpha":"greeting: changed"}}"#,
+        ],
+    )
+    .await;
+    eventually(Duration::from_secs(10), "alpha at revision 2", || async {
+        last(&c, "alpha").await.map(|r| r.version) == Some(2)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        deployed(&c, &["alpha", "beta", "gamma"]).await,
+        [
+            ("alpha".into(), Some(2)),
+            ("beta".into(), Some(1)),
+            ("gamma".into(), Some(1))
+        ]
+    );
+    let alpha = s
+        .fake
+        .get("v1/configmaps", Some(NS), "alpha-config")
+        .unwrap();
+    assert_eq!(alpha["data"]["greeting"], "changed");
+
+    // A bad edit (YAML that does not parse, then a bad *Enabled value):
+    // refused, nothing changes, the operator stays up.
+    s.fake.reset_stats();
+    for bad in [
+        r#"{"data":{"alpha":"greeting: [unclosed"}}"#,
+        r#"{"data":{"alpha":"greeting: changed","gammaEnabled":"maybe"}}"#,
+    ] {
+        kubectl(
+            kc,
+            &[
+                "-n",
+                NS,
+                "patch",
+                "configmap",
+                "addon-operator",
+                "--type=merge",
+                "-p",
+                bad,
+            ],
+        )
+        .await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let log = op.log();
+    assert!(
+        log.contains("config refused, keeping the last good config"),
+        "{log}"
+    );
+    assert!(log.contains("bad yaml at key 'alpha'"), "{log}");
+    assert!(log.contains("gammaEnabled"), "{log}");
+    assert!(
+        op.child.try_wait().unwrap().is_none(),
+        "the operator stopped"
+    );
+    // Only the ConfigMap patches themselves were writes.
+    assert_eq!(writes(&s.fake.stats()), 2, "{:?}", s.fake.stats());
+
+    // gammaEnabled: "false" → gamma uninstalled; alpha and beta read
+    // global.enabledModules, so they render anew.
+    kubectl(
+        kc,
+        &[
+            "-n",
+            NS,
+            "patch",
+            "configmap",
+            "addon-operator",
+            "--type=merge",
+            "-p",
+            r#"{"data":{"gammaEnabled":"false"}}"#,
+        ],
+    )
+    .await;
+    eventually(Duration::from_secs(10), "gamma uninstalled", || async {
+        last(&c, "gamma").await.is_none()
+    })
+    .await;
+    eventually(
+        Duration::from_secs(10),
+        "alpha and beta re-rendered",
+        || async {
+            deployed(&c, &["alpha", "beta"]).await
+                == [("alpha".into(), Some(3)), ("beta".into(), Some(2))]
+        },
+    )
+    .await;
+    assert!(
+        s.fake
+            .get("v1/configmaps", Some(NS), "gamma-config")
+            .is_none()
+    );
+    let beta = s
+        .fake
+        .get("v1/configmaps", Some(NS), "beta-config")
+        .unwrap();
+    assert_eq!(beta["data"]["enabled"], "alpha,beta,broken");
+
+    // SIGTERM: a clean stop.
+    op.signal(nix::sys::signal::Signal::SIGTERM);
+    let st = op
+        .wait(Duration::from_secs(10))
+        .await
+        .expect("stopped on SIGTERM");
+    assert!(st.success(), "{st:?}\n{}", op.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_once_converges_and_fails_on_a_failing_module_against_fake_apiserver() {
+    let s = serve().await;
+    let kc = &s.kubeconfig;
+    let dir = tempfile::tempdir().unwrap();
+    let (modules, global) = tree(dir.path());
+    kubectl(kc, &["create", "namespace", NS]).await;
+    // No ConfigMap: an empty config.
+    let mut op = Operator::start(
+        kc,
+        &modules,
+        &global,
+        &dir.path().join("op.log"),
+        &["--once"],
+    );
+    let st = op
+        .wait(Duration::from_secs(60))
+        .await
+        .expect("--once exits");
+    let log = op.log();
+    assert_eq!(st.code(), Some(1), "{log}");
+    assert!(log.contains("module 'broken'"), "{log}");
+    let c = cluster(kc).await;
+    assert_eq!(
+        deployed(&c, &["alpha", "beta", "gamma"]).await,
+        [
+            ("alpha".into(), Some(1)),
+            ("beta".into(), Some(1)),
+            ("gamma".into(), Some(1))
+        ]
+    );
+
+    // Disable the failing module: a second --once converges cleanly and
+    // writes nothing new.
+    kubectl(
+        kc,
+        &[
+            "-n",
+            NS,
+            "create",
+            "configmap",
+            "addon-operator",
+            "--from-literal=brokenEnabled=false",
+        ],
+    )
+    .await;
+    s.fake.reset_stats();
+    let mut op = Operator::start(
+        kc,
+        &modules,
+        &global,
+        &dir.path().join("op2.log"),
+        &["--once"],
+    );
+    let st = op
+        .wait(Duration::from_secs(60))
+        .await
+        .expect("--once exits");
+    assert!(st.success(), "{}", op.log());
+    // alpha, beta, gamma render the same enabledModules? No: broken is
+    // gone from it, so each writes one revision.
+    assert_eq!(
+        deployed(&c, &["alpha", "beta", "gamma"]).await,
+        [
+            ("alpha".into(), Some(2)),
+            ("beta".into(), Some(2)),
+            ("gamma".into(), Some(2))
+        ]
+    );
+    // And a third run has nothing to do.
+    s.fake.reset_stats();
+    let mut op = Operator::start(
+        kc,
+        &modules,
+        &global,
+        &dir.path().join("op3.log"),
+        &["--once"],
+    );
+    let st = op
+        .wait(Duration::from_secs(60))
+        .await
+        .expect("--once exits");
+    assert!(st.success(), "{}", op.log());
+    assert_eq!(writes(&s.fake.stats()), 0, "{:?}", s.fake.stats());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_killed_mid_converge_leaves_nothing_pending_after_a_restart_against_fake_apiserver()
+ {
+    let s = serve().await;
+    let kc = &s.kubeconfig;
+    let dir = tempfile::tempdir().unwrap();
+    let (modules, global) = tree(dir.path());
+    kubectl(kc, &["create", "namespace", NS]).await;
+    kubectl(
+        kc,
+        &[
+            "-n",
+            NS,
+            "create",
+            "configmap",
+            "addon-operator",
+            "--from-literal=brokenEnabled=false",
+        ],
+    )
+    .await;
+    // Every apply of a module's ConfigMap hangs for 3 s: kill -9 lands
+    // while releases are pending.
+    s.fake
+        .inject(Fault::delay("patch", "configmaps", Duration::from_secs(3)).times(100));
+    let mut op = Operator::start(kc, &modules, &global, &dir.path().join("op.log"), &[]);
+    let c = cluster(kc).await;
+    eventually(Duration::from_secs(30), "a release pending", || async {
+        last(&c, "alpha")
+            .await
+            .is_some_and(|r| r.status().is_pending())
+    })
+    .await;
+    op.signal(nix::sys::signal::Signal::SIGKILL);
+    op.wait(Duration::from_secs(5)).await.expect("killed");
+    s.fake.clear_faults();
+
+    let op = Operator::start(kc, &modules, &global, &dir.path().join("op2.log"), &[]);
+    eventually(
+        Duration::from_secs(30),
+        "every module deployed after the restart",
+        || async {
+            deployed(&c, &["alpha", "beta", "gamma"])
+                .await
+                .iter()
+                .all(|(_, v)| v.is_some())
+        },
+    )
+    .await;
+    for m in ["alpha", "beta", "gamma"] {
+        let hist = release::history(&c, m, NS).await.unwrap();
+        assert!(
+            hist.iter().all(|r| !r.status().is_pending()),
+            "{m}: {:?}\n{}",
+            hist.iter()
+                .map(|r| (r.version, r.status()))
+                .collect::<Vec<_>>(),
+            op.log()
+        );
+        // The interrupted revision stays in the history, marked failed.
+        let last = hist.last().unwrap();
+        assert_eq!(last.status(), Status::Deployed);
+    }
+    let alpha = release::history(&c, "alpha", NS).await.unwrap();
+    assert_eq!(
+        alpha
+            .iter()
+            .map(|r| (r.version, r.status()))
+            .collect::<Vec<_>>(),
+        [(1, Status::Failed), (2, Status::Deployed)],
+        "{}",
+        op.log()
+    );
+}
