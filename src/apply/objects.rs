@@ -1,8 +1,9 @@
-//! From rendered text to objects: the `# Source:` blocks `helm template`
-//! prints (CRD files, manifests, hooks), split with helm's
-//! `releaseutil.SplitManifests`, decoded as sigs.k8s.io/yaml does (YAML →
-//! JSON, numbers as float64 printed the way Go prints them), `null` fields
-//! dropped, and sorted into install order.
+//! From a render to objects: a chart's [`crate::chart::Rendered`] (or the
+//! `# Source:` blocks of a recorded release manifest) as documents — CRD
+//! files, manifests, hooks — split with helm's `releaseutil.SplitManifests`,
+//! decoded as sigs.k8s.io/yaml does (YAML → JSON, numbers as float64
+//! printed the way Go prints them), `null` fields dropped, and sorted into
+//! install order.
 
 use std::collections::BTreeMap;
 

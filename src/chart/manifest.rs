@@ -859,6 +859,61 @@ mod tests {
 
     const HOOKS: &str = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j1\n  annotations:\n    \"helm.sh/hook\": post-install,pre-upgrade\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: t1\n  annotations:\n    \"helm.sh/hook\": test\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: u1\n  annotations:\n    \"helm.sh/hook\": foo\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a1\n  annotations:\n    other: x\n";
 
+    /// The namespace is read as written, but leniently: Helm's head has
+    /// no such field, so a namespace that is no string fails nothing. A
+    /// hook's weight is `strconv.Atoi`'s (0 for anything else), its delete
+    /// policies trimmed and lower-cased.
+    #[test]
+    fn namespace_weight_and_policies() {
+        let head = |doc: &str| parse_head(doc).unwrap();
+        assert_eq!(
+            head("kind: A\nmetadata:\n  name: a\n  namespace: ns\n").namespace(),
+            "ns"
+        );
+        assert_eq!(
+            head("kind: A\nmetadata:\n  namespace: 5\n").namespace(),
+            "5"
+        );
+        assert_eq!(
+            head("kind: A\nmetadata:\n  namespace: {x: 1}\n").namespace(),
+            ""
+        );
+        assert_eq!(
+            head("kind: A\nmetadata:\n  Namespace: ns\n").namespace(),
+            ""
+        );
+        assert_eq!(head("kind: A\n").namespace(), "");
+        let mut files = BTreeMap::new();
+        files.insert(
+            "c/templates/h.yaml".to_string(),
+            [("a", "\"-5\"", "\" Hook-Succeeded ,before-hook-creation\""), ("b", "\" 3\"", "x"), ("c", "\"+7\"", "\"\"")]
+                .iter()
+                .map(|(n, w, p)| {
+                    format!("kind: Job\nmetadata:\n  name: {n}\n  annotations:\n    helm.sh/hook: pre-install\n    helm.sh/hook-weight: {w}\n    helm.sh/hook-delete-policy: {p}\n")
+                })
+                .collect::<Vec<_>>()
+                .join("---\n"),
+        );
+        let sorted = sort_manifests(&files).unwrap();
+        let got: Vec<(&str, i64, Vec<String>)> = sorted
+            .hooks
+            .iter()
+            .map(|h| (h.name.as_str(), h.weight, h.delete_policies.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "a",
+                    -5,
+                    vec!["hook-succeeded".to_string(), "before-hook-creation".into()]
+                ),
+                ("b", 0, vec!["x".to_string()]),
+                ("c", 7, vec![String::new()]),
+            ]
+        );
+    }
+
     /// Heads parsed ahead by the worker give the same result as parsing
     /// them while sorting, including which bad document is reported; a
     /// file whose text changed after it was sent is parsed again. Files

@@ -172,6 +172,27 @@ fn render_chart_returns_objects_hooks_notes_and_warnings_as_data() {
     );
 }
 
+/// `apply` takes the render's documents directly; they are those it used
+/// to take by splitting the printed `helm template --include-crds
+/// --skip-tests` text again.
+#[test]
+fn apply_documents_are_those_of_the_printed_text() {
+    let dir = tempfile::tempdir().unwrap();
+    write_chart(dir.path());
+    let r = render(dir.path());
+    let direct = antiopa::apply::Rendered::from_chart(&r);
+    let printed = antiopa::chart::template::print_rendered(&r, false, true);
+    assert_eq!(direct, antiopa::apply::split_rendered(&printed));
+    assert_eq!(
+        (
+            direct.crds.len(),
+            direct.manifests.len(),
+            direct.hooks.len()
+        ),
+        (1, 3, 1)
+    );
+}
+
 /// Errors keep the warnings logged before them, as Helm prints them
 /// before its error.
 #[test]
