@@ -1,8 +1,9 @@
-//! From rendered text to objects: the `# Source:` blocks `helm template`
-//! prints (CRD files, manifests, hooks), split with helm's
-//! `releaseutil.SplitManifests`, decoded as sigs.k8s.io/yaml does (YAML →
-//! JSON, numbers as float64 printed the way Go prints them), `null` fields
-//! dropped, and sorted into install order.
+//! From a render to objects: a chart's [`crate::chart::Rendered`] (or the
+//! `# Source:` blocks of a recorded release manifest) as documents — CRD
+//! files, manifests, hooks — split with helm's `releaseutil.SplitManifests`,
+//! decoded as sigs.k8s.io/yaml does (YAML → JSON, numbers as float64
+//! printed the way Go prints them), `null` fields dropped, and sorted into
+//! install order.
 
 use std::collections::BTreeMap;
 
@@ -34,6 +35,39 @@ pub struct Rendered {
 }
 
 impl Rendered {
+    /// A chart's render as `helm install` takes it: its CRD files split
+    /// into documents, its manifests in install order, its hooks but the
+    /// test hooks (which only `helm test` runs).
+    pub fn from_chart(r: &crate::chart::Rendered) -> Rendered {
+        let doc = |source: &str, content: &str| Doc {
+            source: source.to_string(),
+            content: content.to_string(),
+        };
+        Rendered {
+            crds: r
+                .crds
+                .iter()
+                .flat_map(|f| {
+                    split_manifests(&f.content).into_iter().map(|content| Doc {
+                        source: f.path.clone(),
+                        content,
+                    })
+                })
+                .collect(),
+            manifests: r
+                .manifests
+                .iter()
+                .map(|m| doc(&m.name, &m.content))
+                .collect(),
+            hooks: r
+                .hooks
+                .iter()
+                .filter(|h| !h.is_test())
+                .map(|h| doc(&h.path, &h.manifest))
+                .collect(),
+        }
+    }
+
     /// The release's `manifest` text as helm records it
     /// (`---\n# Source: <path>\n<content>\n` per document).
     pub fn manifest_text(&self) -> String {

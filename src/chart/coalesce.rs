@@ -14,21 +14,13 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use crate::chart::schema::Schemas;
-use crate::chart::types::Chart;
+use crate::chart::types::{Chart, Warn};
 use crate::yaml::{Mapping, Yaml};
 
 /// A values error; `Display` is Helm's message.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
 pub struct ValuesError(pub String);
-
-/// Where warnings go: one call per line Helm would print on stderr.
-pub type Warn<'a> = &'a mut dyn FnMut(&str);
-
-/// A warning sink that prints to stderr, as Helm does.
-pub fn stderr_warn(line: &str) {
-    eprintln!("{line}");
-}
 
 /// Go's `map[string]interface{}` by reference.
 pub(crate) type M = Rc<RefCell<BTreeMap<String, V>>>;
@@ -520,21 +512,6 @@ pub fn validate_values(schemas: &Schemas, vals: &Mapping) -> Result<(), ValuesEr
     })
 }
 
-/// The whole values path of `helm template`/`helm install` (v3.17
-/// `action.Install.RunWithContext`): `ProcessDependenciesWithMerge` (which
-/// removes disabled subcharts from `chart`, applies aliases and
-/// import-values), then [`render_values`]. `chart` is changed in place and
-/// must be rendered afterwards, not the loaded original.
-pub fn to_render_values(
-    chart: &mut Chart,
-    user_values: &Mapping,
-    skip_schema_validation: bool,
-    warn: Warn,
-) -> Result<Mapping, ValuesError> {
-    crate::chart::dependencies::process_dependencies(chart, user_values, warn)?;
-    render_values(chart, user_values, skip_schema_validation, warn)
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -596,10 +573,11 @@ pub(crate) mod tests {
         );
         let user = crate::chart::strvals::parse("a=3,c.d=4,sub.on=7").unwrap();
         let mut warnings = Vec::new();
-        let v = to_render_values(&mut top, &user, false, &mut |w: &str| {
-            warnings.push(w.to_string())
-        })
-        .unwrap();
+        let v =
+            crate::chart::dependencies::to_render_values(&mut top, &user, false, &mut |w: &str| {
+                warnings.push(w.to_string())
+            })
+            .unwrap();
         assert_eq!(
             json(&v),
             r#"{"a":3,"c":{"d":4},"other":5,"sub":{"global":{"g":1},"on":7,"true":true,"x":1}}"#
@@ -720,9 +698,12 @@ mod dump {
         };
         let user = opts.merge().unwrap();
         let mut warnings = Vec::new();
-        let vals = to_render_values(&mut chart, &user, false, &mut |w: &str| {
-            warnings.push(w.to_string())
-        });
+        let vals = crate::chart::dependencies::to_render_values(
+            &mut chart,
+            &user,
+            false,
+            &mut |w: &str| warnings.push(w.to_string()),
+        );
         for w in &warnings {
             println!("WARN\t{w}");
         }

@@ -8,11 +8,11 @@
 //! `semver` crate has Cargo's range semantics, not Masterminds').
 
 use crate::chart::coalesce::{
-    self, M, V, ValuesError, Warn, coalesce_tables_full_key, from_m, into_mapping, new_m, to_m,
+    self, M, V, ValuesError, coalesce_tables_full_key, from_m, into_mapping, new_m, to_m,
 };
 use crate::chart::load::set_full_paths;
 use crate::chart::metadata::go_quote;
-use crate::chart::types::{Chart, Dependency};
+use crate::chart::types::{Chart, Dependency, Warn};
 use crate::yaml::{Mapping, Yaml};
 
 /// `action.CheckDependencies` as `helm install/template` report it: every
@@ -332,6 +332,21 @@ pub fn is_compatible_range(constraint: &str, ver: &str) -> bool {
     }
 }
 
+/// The whole values path of `helm template`/`helm install` (v3.17
+/// `action.Install.RunWithContext`): `ProcessDependenciesWithMerge` (which
+/// removes disabled subcharts from `chart`, applies aliases and
+/// import-values), then [`coalesce::render_values`]. `chart` is changed in place and
+/// must be rendered afterwards, not the loaded original.
+pub fn to_render_values(
+    chart: &mut Chart,
+    user_values: &Mapping,
+    skip_schema_validation: bool,
+    warn: Warn,
+) -> Result<Mapping, ValuesError> {
+    process_dependencies(chart, user_values, warn)?;
+    coalesce::render_values(chart, user_values, skip_schema_validation, warn)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -562,11 +577,10 @@ enabled: true
         let mut chart = crate::chart::load::load(d).unwrap();
         let user = crate::chart::coalesce::tests::y("first:\n  drop: null\n  tbl: 3\n");
         let mut warnings = Vec::new();
-        let vals =
-            crate::chart::coalesce::to_render_values(&mut chart, &user, false, &mut |w: &str| {
-                warnings.push(w.to_string())
-            })
-            .unwrap();
+        let vals = to_render_values(&mut chart, &user, false, &mut |w: &str| {
+            warnings.push(w.to_string())
+        })
+        .unwrap();
         let mut names = Vec::new();
         tree(&chart, &mut names);
         names.sort();

@@ -10,10 +10,9 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::chart::coalesce::Warn;
 use crate::chart::ignore::Rules;
 use crate::chart::metadata::{self, go_quote};
-use crate::chart::types::{Chart, Data, File};
+use crate::chart::types::{Chart, Data, File, Warn, read_shared};
 use crate::yaml::{Mapping, Yaml};
 
 /// Helm's `MaxDecompressedChartSize` (100 MiB).
@@ -69,9 +68,13 @@ pub(crate) fn parse_yaml_typed(src: &str) -> Result<Yaml, String> {
 }
 
 /// Load a chart from a directory or a gzipped tar archive (Helm's
-/// `loader.Load`).
+/// `loader.Load`). Helm's loader warnings become `tracing` events; a caller
+/// that shows them as helm does takes [`load_with_warnings`].
 pub fn load(path: &Path) -> Result<Chart, LoadError> {
-    load_with_warnings(path, &mut crate::chart::coalesce::stderr_warn)
+    load_with_warnings(
+        path,
+        &mut |line| tracing::warn!(target: "antiopa::chart", "{line}"),
+    )
 }
 
 /// [`load`], sending Helm's loader warnings (`load.go:120: Warning: …`, the
@@ -119,7 +122,7 @@ pub fn load_observed(
     let meta = std::fs::metadata(path)
         .map_err(|_| LoadError::NotFound(path.to_string_lossy().into_owned()))?;
     let mut chart = if meta.is_dir() {
-        load_dir_observed(path, warn, templates_known)?
+        load_dir_observed(path, None, warn, templates_known)?
     } else {
         load_file_observed(path, warn, templates_known)?
     };
@@ -153,10 +156,34 @@ pub fn set_full_paths(chart: &mut Chart, parent: &str) {
 /// `LoadDir`: walk the directory (following symlinks, names sorted within
 /// each directory as Go's `filepath.Walk` does), applying `.helmignore`.
 pub fn load_dir(dir: &Path, warn: Warn) -> Result<Chart, LoadError> {
-    load_dir_observed(dir, warn, &mut NoObserver)
+    load_dir_observed(dir, None, warn, &mut NoObserver)
 }
 
-fn load_dir_observed(dir: &Path, warn: Warn, observe: Observer) -> Result<Chart, LoadError> {
+/// [`load_observed`] of a chart directory that may lack `Chart.yaml`:
+/// `chart_yaml` is taken as its text then (addon-operator writes such a
+/// file into a module directory without one; this writes nothing). The
+/// directory is walked as any chart's, so an irregular file in it fails the
+/// load with Helm's error instead of being opened.
+pub fn load_dir_with_default_metadata(
+    dir: &Path,
+    chart_yaml: &str,
+    warn: Warn,
+    observer: Observer,
+) -> Result<Chart, LoadError> {
+    if !std::fs::metadata(dir).is_ok_and(|m| m.is_dir()) {
+        return Err(LoadError::NotFound(dir.to_string_lossy().into_owned()));
+    }
+    let mut chart = load_dir_observed(dir, Some(chart_yaml), warn, observer)?;
+    set_full_paths(&mut chart, "");
+    Ok(chart)
+}
+
+fn load_dir_observed(
+    dir: &Path,
+    default_chart_yaml: Option<&str>,
+    warn: Warn,
+    observe: Observer,
+) -> Result<Chart, LoadError> {
     let top = std::path::absolute(dir).map_err(|e| invalid(e.to_string()))?;
     let mut rules = Rules::empty();
     let ifile = top.join(".helmignore");
@@ -166,7 +193,18 @@ fn load_dir_observed(dir: &Path, warn: Warn, observe: Observer) -> Result<Chart,
     }
     rules.add_defaults();
     let mut files = Vec::new();
-    walk_top(&top, &rules, &mut files, warn, observe)?;
+    walk_top(&top, &rules, &mut files, default_chart_yaml, warn, observe)?;
+    if let Some(text) = default_chart_yaml
+        && !files.iter().any(|f| f.name == "Chart.yaml")
+    {
+        files.insert(
+            0,
+            BufferedFile {
+                name: "Chart.yaml".into(),
+                data: Data::from(text.as_bytes()),
+            },
+        );
+    }
     load_files_observed(files, warn, observe)
 }
 
@@ -179,12 +217,17 @@ fn walk_top(
     top: &Path,
     rules: &Rules,
     files: &mut Vec<BufferedFile>,
+    default_chart_yaml: Option<&str>,
     warn: Warn,
     observer: Observer,
 ) -> Result<(), LoadError> {
     let (dirfd, entries) = read_dir_sorted(top, None)?;
     let dirfd = Arc::new(dirfd);
-    let first = peek_chart_name(top).and_then(|name| {
+    let name = match std::fs::read(top.join("Chart.yaml")) {
+        Ok(bytes) => chart_name_in(&bytes),
+        Err(_) => default_chart_yaml.and_then(|t| chart_name_in(t.as_bytes())),
+    };
+    let first = name.and_then(|name| {
         entries
             .iter()
             .position(|(n, ft)| n == "templates" && *ft == FileType::Directory)
@@ -219,11 +262,10 @@ fn walk_top(
     plain.entries(top, &dirfd, "", after)
 }
 
-/// The chart name in `dir/Chart.yaml`, if it reads and names one (the
-/// loader reads it again, in order, and reports any error then).
-fn peek_chart_name(dir: &Path) -> Option<String> {
-    let bytes = std::fs::read(dir.join("Chart.yaml")).ok()?;
-    let doc = parse_yaml_typed(std::str::from_utf8(&bytes).ok()?).ok()?;
+/// The chart name a `Chart.yaml` text gives, if it parses and names one
+/// (the loader parses it again, in order, and reports any error then).
+fn chart_name_in(bytes: &[u8]) -> Option<String> {
+    let doc = parse_yaml_typed(std::str::from_utf8(bytes).ok()?).ok()?;
     match doc {
         Yaml::Map(m) => match m.get("name") {
             Some(Yaml::Str(name)) if !name.is_empty() => Some(name.to_string()),
@@ -441,107 +483,6 @@ impl Walk<'_> {
         }
         Ok(())
     }
-}
-
-/// The whole of an open file of `len` bytes (more if it grew since),
-/// without a UTF-8 byte order mark (Helm's loader drops it from every
-/// file), read straight into the shared buffer the chart keeps, usually
-/// in one system call. Not `std::fs::read` and `Arc::from(Vec)`: that
-/// copies every byte a second time into a new allocation (a chart's
-/// templates and values are hundreds of kilobytes, and each fresh page of
-/// the copy is a page fault), and `Read::read_to_end` on a `File` first
-/// asks the file's size and position again, and then reads once more to
-/// find the end (three more system calls per file).
-pub(crate) fn read_shared(fd: &rustix::fd::OwnedFd, len: usize) -> std::io::Result<Arc<[u8]>> {
-    // A zero-filled slice collected from an exact-size iterator is a
-    // single allocation of the final size, which the file is read into.
-    let mut buf: Arc<[u8]> = std::iter::repeat_n(0u8, len).collect();
-    let mut filled = 0;
-    // Past the buffer, a small probe on the stack: a file that grew still
-    // needs no allocation to be noticed.
-    let mut probe = [0u8; 64];
-    let mut more = 0;
-    let mut at_end = false;
-    if let Some(dst) = Arc::get_mut(&mut buf) {
-        loop {
-            let asked = len - filled + probe.len();
-            let mut iov = [
-                std::io::IoSliceMut::new(&mut dst[filled..]),
-                std::io::IoSliceMut::new(&mut probe),
-            ];
-            match rustix::io::readv(fd, &mut iov) {
-                Ok(0) => {
-                    at_end = true;
-                    break;
-                }
-                Ok(n) => {
-                    let into_buf = n.min(len - filled);
-                    filled += into_buf;
-                    more = n - into_buf;
-                    if filled == len {
-                        // A read of a regular file that stops short of what
-                        // was asked has met the end: the usual file, whose
-                        // size is what was measured, needs no second call
-                        // to find it. A file measured empty (procfs and the
-                        // like) is read on to the end, as is one that filled
-                        // the probe too.
-                        at_end = len > 0 && n < asked;
-                        break;
-                    }
-                }
-                Err(rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-    }
-    if filled == len && more == 0 && at_end {
-        return Ok(without_bom(buf));
-    }
-    // The file changed size since it was measured, or its end is unknown.
-    let mut v = buf[..filled].to_vec();
-    v.extend_from_slice(&probe[..more]);
-    if !at_end {
-        read_rest(fd, &mut v)?;
-    }
-    Ok(without_bom(Arc::from(v)))
-}
-
-/// Append what is left of `fd` to `v`.
-fn read_rest(fd: &rustix::fd::OwnedFd, v: &mut Vec<u8>) -> std::io::Result<()> {
-    loop {
-        if v.len() == v.capacity() {
-            v.reserve(v.capacity().max(64));
-        }
-        match rustix::io::read(fd, rustix::buffer::spare_capacity(&mut *v)) {
-            Ok(0) => return Ok(()),
-            Ok(_) | Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-}
-
-fn without_bom(buf: Arc<[u8]>) -> Arc<[u8]> {
-    match buf.strip_prefix(&[0xEF, 0xBB, 0xBF]) {
-        Some(rest) => Arc::from(rest),
-        None => buf,
-    }
-}
-
-/// The bytes of the file `name` of directory `dir` ([`read_shared`]), for
-/// a file whose reading was deferred, of `len` bytes when it was checked
-/// (`read_shared` reads whatever it holds now).
-pub(crate) fn read_at(
-    dir: &rustix::fd::OwnedFd,
-    name: &str,
-    len: usize,
-) -> std::io::Result<Arc<[u8]>> {
-    let fd = rustix::fs::openat(
-        dir,
-        name,
-        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
-        rustix::fs::Mode::empty(),
-    )?;
-    read_shared(&fd, len)
 }
 
 /// Whether the mode bits of a file let this process read it, without

@@ -54,6 +54,10 @@ pub const INSTALL_ORDER: &[&str] = &[
 
 /// The annotation that makes a document a hook.
 pub const HOOK_ANNOTATION: &str = "helm.sh/hook";
+/// A hook's weight: lighter hooks of an event run first.
+pub const HOOK_WEIGHT_ANNOTATION: &str = "helm.sh/hook-weight";
+/// When a hook's object is deleted.
+pub const HOOK_DELETE_ANNOTATION: &str = "helm.sh/hook-delete-policy";
 
 /// Helm's hook events (`release.HookEvent`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,7 +92,9 @@ impl HookEvent {
     }
 }
 
-/// `releaseutil.SimpleHead`: what Helm reads of each document.
+/// `releaseutil.SimpleHead`: what Helm reads of each document, and the
+/// namespace (which Helm's struct lacks, so it is read leniently: a value
+/// that is no string is left out, never an error).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SimpleHead {
     pub api_version: String,
@@ -99,7 +105,31 @@ pub struct SimpleHead {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct HeadMetadata {
     pub name: String,
+    /// `metadata.namespace` as written (empty when absent).
+    pub namespace: String,
     pub annotations: Option<BTreeMap<String, String>>,
+}
+
+impl SimpleHead {
+    /// `metadata.name` (empty when absent).
+    pub fn name(&self) -> &str {
+        self.metadata.as_ref().map_or("", |m| m.name.as_str())
+    }
+
+    /// `metadata.namespace` as the document gives it (empty when absent;
+    /// the release namespace applies then).
+    pub fn namespace(&self) -> &str {
+        self.metadata.as_ref().map_or("", |m| m.namespace.as_str())
+    }
+
+    /// One annotation's value.
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        self.metadata
+            .as_ref()
+            .and_then(|m| m.annotations.as_ref())
+            .and_then(|a| a.get(key))
+            .map(String::as_str)
+    }
 }
 
 /// A non-hook document of a rendered file.
@@ -111,14 +141,20 @@ pub struct Manifest {
     pub head: SimpleHead,
 }
 
-/// A hook document.
+/// A hook document (Helm's `release.Hook` before it runs).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Hook {
     pub name: String,
     pub kind: String,
+    /// The template path.
     pub path: String,
     pub manifest: String,
     pub events: Vec<HookEvent>,
+    /// `helm.sh/hook-weight` (`strconv.Atoi`; 0 when absent or no number).
+    pub weight: i64,
+    /// `helm.sh/hook-delete-policy` entries, trimmed and lower-cased, as
+    /// Helm records them (unchecked).
+    pub delete_policies: Vec<String>,
 }
 
 impl Hook {
@@ -283,16 +319,27 @@ pub fn sort_manifests_with(
             ));
             continue;
         };
+        // calculateHookWeight and operateAnnotationValues.
+        let weight = head
+            .annotation(HOOK_WEIGHT_ANNOTATION)
+            .and_then(|w| w.parse().ok())
+            .unwrap_or(0);
+        let delete_policies = head
+            .annotation(HOOK_DELETE_ANNOTATION)
+            .map(|p| {
+                p.split(',')
+                    .map(|x| go_trim_space(x).to_lowercase())
+                    .collect()
+            })
+            .unwrap_or_default();
         out.hooks.push(Hook {
-            name: head
-                .metadata
-                .as_ref()
-                .map(|m| m.name.clone())
-                .unwrap_or_default(),
+            name: head.name().to_string(),
             kind: head.kind.clone(),
             path: path.clone(),
             manifest: doc,
             events,
+            weight,
+            delete_policies,
         });
     }
     out.manifests
@@ -511,7 +558,7 @@ pub fn parse_head(doc: &str) -> Result<SimpleHead, String> {
         let names: &[&str] = if depth == 0 {
             &["apiVersion", "kind", "metadata"]
         } else {
-            &["name", "annotations"]
+            &["name", "namespace", "annotations"]
         };
         match field(key, names) {
             Some("metadata") => Keep::Descend,
@@ -589,6 +636,11 @@ fn decode_metadata(
                 Ok(None) => {}
                 Err(k) => note(json_err(k, "struct field .metadata.name of type string")),
             },
+            None if key == "namespace" => {
+                if let Ok(Some(s)) = string_field(value) {
+                    meta.namespace = s;
+                }
+            }
             Some(_) => match value {
                 Yaml::Null => meta.annotations = None,
                 Yaml::Map(a) => {
@@ -806,6 +858,61 @@ mod tests {
     const CM: &str = "\n---\n# only a comment\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: s\n---\n\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n---\napiVersion: v1\nkind: Foo\nmetadata:\n  name: f\n---\napiVersion: v1\nkind: Bar\nmetadata:\n  name: b\n";
 
     const HOOKS: &str = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j1\n  annotations:\n    \"helm.sh/hook\": post-install,pre-upgrade\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: t1\n  annotations:\n    \"helm.sh/hook\": test\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: u1\n  annotations:\n    \"helm.sh/hook\": foo\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a1\n  annotations:\n    other: x\n";
+
+    /// The namespace is read as written, but leniently: Helm's head has
+    /// no such field, so a namespace that is no string fails nothing. A
+    /// hook's weight is `strconv.Atoi`'s (0 for anything else), its delete
+    /// policies trimmed and lower-cased.
+    #[test]
+    fn namespace_weight_and_policies() {
+        let head = |doc: &str| parse_head(doc).unwrap();
+        assert_eq!(
+            head("kind: A\nmetadata:\n  name: a\n  namespace: ns\n").namespace(),
+            "ns"
+        );
+        assert_eq!(
+            head("kind: A\nmetadata:\n  namespace: 5\n").namespace(),
+            "5"
+        );
+        assert_eq!(
+            head("kind: A\nmetadata:\n  namespace: {x: 1}\n").namespace(),
+            ""
+        );
+        assert_eq!(
+            head("kind: A\nmetadata:\n  Namespace: ns\n").namespace(),
+            ""
+        );
+        assert_eq!(head("kind: A\n").namespace(), "");
+        let mut files = BTreeMap::new();
+        files.insert(
+            "c/templates/h.yaml".to_string(),
+            [("a", "\"-5\"", "\" Hook-Succeeded ,before-hook-creation\""), ("b", "\" 3\"", "x"), ("c", "\"+7\"", "\"\"")]
+                .iter()
+                .map(|(n, w, p)| {
+                    format!("kind: Job\nmetadata:\n  name: {n}\n  annotations:\n    helm.sh/hook: pre-install\n    helm.sh/hook-weight: {w}\n    helm.sh/hook-delete-policy: {p}\n")
+                })
+                .collect::<Vec<_>>()
+                .join("---\n"),
+        );
+        let sorted = sort_manifests(&files).unwrap();
+        let got: Vec<(&str, i64, Vec<String>)> = sorted
+            .hooks
+            .iter()
+            .map(|h| (h.name.as_str(), h.weight, h.delete_policies.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "a",
+                    -5,
+                    vec!["hook-succeeded".to_string(), "before-hook-creation".into()]
+                ),
+                ("b", 0, vec!["x".to_string()]),
+                ("c", 7, vec![String::new()]),
+            ]
+        );
+    }
 
     /// Heads parsed ahead by the worker give the same result as parsing
     /// them while sorting, including which bad document is reported; a

@@ -1,10 +1,16 @@
-//! Helm charts: loading, values, and rendering to what `helm template` prints.
+//! Helm charts: loading, values, rendering a release into structured
+//! manifests, hooks, CRDs, notes and warnings ([`render_chart`]), and
+//! printing them as `helm template` does ([`template`]).
 
 pub mod types;
 
-/// The engine's render limits, for callers that render charts (modules, the
-/// operator) without using the engine directly.
-pub use crate::engine::Limits;
+/// The engine's environment (randomness, time) and render limits, for
+/// callers that render charts (modules, the operator) without using the
+/// engine directly.
+pub use crate::engine::{Env, Limits};
+pub use pipeline::{
+    ChartRenderError, CrdFile, LoadedChart, RenderFailure, RenderOptions, Rendered, render_chart,
+};
 pub use record::release_json;
 pub use types::{Chart, Data, Dependency, File, Maintainer, Metadata};
 
@@ -14,6 +20,7 @@ pub mod convert;
 pub mod files;
 pub mod helmfuncs;
 pub mod manifest;
+pub mod pipeline;
 pub mod render;
 pub mod workers;
 // Loading and values (chart helper).

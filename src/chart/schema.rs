@@ -188,7 +188,7 @@ mod tests {
             return;
         }
         let mut chart = crate::chart::load::load(&chart_dir).unwrap();
-        let err = crate::chart::coalesce::to_render_values(
+        let err = crate::chart::dependencies::to_render_values(
             &mut chart,
             &Mapping::new(),
             false,

@@ -1,26 +1,19 @@
 //! `antiopa template`: Helm v3.17.3's `helm template` from validated
 //! settings to the exact stdout, in Helm's order of steps and errors
-//! (cmd/helm/template.go, install.go `runInstall`, action.Install
-//! `RunWithContext`, `renderResources`): name and chart resolution, values
-//! merging, loading, installability and dependency checks, dependency
-//! processing, coalescing and schema validation, the kubeVersion check,
-//! rendering, manifest sorting, and printing (or writing `--output-dir`).
+//! (cmd/helm/template.go, install.go `runInstall`): the kube version, name
+//! and chart resolution, values merging and loading, then the render
+//! ([`crate::chart::pipeline`]: installability and dependency checks,
+//! values, rendering, manifest sorting), and printing its result (or
+//! writing `--output-dir`) with the warnings on the log writer.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::chart::Chart;
-use crate::chart::capabilities::{Capabilities, KubeVersion};
-use crate::chart::coalesce::ValuesError;
-use crate::chart::manifest::{self, Hook, source_block};
-use crate::chart::render::{self, ReleaseOptions};
-use crate::chart::schema::Schemas;
+use crate::chart::manifest::{self, Hook, Manifest, source_block};
+use crate::chart::pipeline::{self, CrdFile, LoadedChart, RenderOptions, Rendered};
 use crate::chart::strvals::ValueOptions;
 use crate::engine::Env;
-use crate::yaml::Mapping;
 
 /// Validated settings of one `antiopa template` run. `Default` is helm's
 /// flag defaults apart from `namespace` (empty; every caller names one).
@@ -58,34 +51,6 @@ pub struct TemplateError(pub String);
 
 fn err(msg: impl Into<String>) -> TemplateError {
     TemplateError(msg.into())
-}
-
-/// Helm's suffix for errors that happen once a release exists (render and
-/// manifest errors).
-fn with_debug_hint(msg: impl std::fmt::Display) -> TemplateError {
-    TemplateError(format!(
-        "{msg}\n\nUse --debug flag to render out invalid YAML"
-    ))
-}
-
-/// Helm's `validName` regexp (action/install.go), quoted in its error.
-const VALID_NAME: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
-
-/// Whether `name` matches [`VALID_NAME`]: dot-separated labels of
-/// `[-a-z0-9]` that start and end with `[a-z0-9]`. Checked by hand: it runs
-/// on every `template` call and compiling the regexp would cost more than
-/// rendering a small chart.
-fn is_valid_name(name: &str) -> bool {
-    let alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-    name.split('.').all(|label| {
-        let b = label.as_bytes();
-        match (b.first(), b.last()) {
-            (Some(&f), Some(&l)) => {
-                alnum(f) && alnum(l) && b.iter().all(|&c| alnum(c) || c == b'-')
-            }
-            _ => false,
-        }
-    })
 }
 
 /// `action.Install.NameAndChart` as `helm template` uses it (the release
@@ -130,7 +95,7 @@ fn template_name(text: &str, env: &Env) -> Result<String, TemplateError> {
 
 /// `ChartPathOptions.LocateChart` without repositories: an existing path,
 /// or Helm's error for what it would have tried to download.
-fn locate_chart(name: &str) -> Result<PathBuf, TemplateError> {
+pub fn locate_chart(name: &str) -> Result<PathBuf, TemplateError> {
     let name = name.trim();
     let p = Path::new(name);
     if p.exists() {
@@ -150,199 +115,91 @@ fn locate_chart(name: &str) -> Result<PathBuf, TemplateError> {
 use crate::gocompat::strconv::quote as go_quote;
 
 /// Run `helm template` with `s`, writing what Helm writes to stdout into
-/// `out` and its log lines into `log`.
+/// `out` and its log lines (warnings) into `log`.
 pub fn run(
-    s: &TemplateSettings,
+    s: TemplateSettings,
     out: &mut dyn Write,
     log: &mut dyn Write,
 ) -> Result<(), TemplateError> {
     run_keeping(s, out, log).map(drop)
 }
 
-/// What a successful run leaves behind: the top chart's rendered NOTES.txt,
-/// and the loaded chart, its values, the parsed templates and the rendered
-/// files.
-pub struct Leftovers {
-    notes: String,
-    _kept: Box<dyn std::any::Any>,
-}
-
-impl Leftovers {
-    /// The rendered `templates/NOTES.txt` of the top chart (empty when it
-    /// has none): what helm's `renderResources` keeps as the release notes
-    /// (`subNotes` off, so subcharts' notes are rendered but dropped).
-    pub fn notes(&self) -> &str {
-        &self.notes
-    }
-}
+/// What a successful run leaves behind: the render's large structures and
+/// the printed text, for a process about to exit to skip freeing them
+/// (`std::mem::forget`); for big charts that is a measurable part of the
+/// run time. Dropping frees them.
+pub struct Leftovers(#[allow(dead_code)] Box<dyn std::any::Any>);
 
 /// As [`run`], but hands back the run's large structures instead of
-/// dropping them, so that a process about to exit can skip freeing them
-/// (`std::mem::forget`); for big charts that is a measurable part of the
-/// run time.
+/// dropping them (see [`Leftovers`]).
 pub fn run_keeping(
-    s: &TemplateSettings,
+    s: TemplateSettings,
     out: &mut dyn Write,
     log: &mut dyn Write,
 ) -> Result<Leftovers, TemplateError> {
     let kube_version = match &s.kube_version {
-        Some(v) if !v.is_empty() => Some(KubeVersion::parse(v).map_err(|e| err(e.to_string()))?),
+        Some(v) if !v.is_empty() => Some(
+            crate::chart::capabilities::KubeVersion::parse(v).map_err(|e| err(e.to_string()))?,
+        ),
         _ => None,
     };
-    let (name, chart_ref) = name_and_chart(s)?;
+    let (name, chart_ref) = name_and_chart(&s)?;
     let chart_path = locate_chart(&chart_ref)?;
-    let user_values = s.values.merge().map_err(|e| err(e.to_string()))?;
+    let values = s.values.merge().map_err(|e| err(e.to_string()))?;
     // The top chart's templates parse on the spare cores as they are read
-    // (a chart directory's `templates/` first), while the rest of the
-    // chart is read and its values parsed (their paths do not depend on
-    // the dependency processing).
-    let mut pool = render::ParsePool::new();
-    let mut chart = crate::chart::load::load_observed(
-        &chart_path,
-        &mut crate::chart::coalesce::stderr_warn,
-        &mut pool,
-    )
-    .map_err(|e| err(e.to_string()))?;
-    match chart.metadata.chart_type.as_str() {
-        "" | "application" => {}
-        other => return Err(err(format!("{other} charts are not installable"))),
-    }
-    if chart.metadata.deprecated {
-        let _ = writeln!(log, "WARNING: This chart is deprecated");
-    }
-    if !chart.metadata.dependencies.is_empty() {
-        // The error is already Helm's whole text.
-        crate::chart::dependencies::check_dependencies(&chart).map_err(err)?;
-    }
-    // action.Install.availableName
-    if name.is_empty() {
-        return Err(err(format!(
-            "release name {}: no name provided",
-            go_quote(&name)
-        )));
-    }
-    if name.len() > 53 || !is_valid_name(&name) {
-        return Err(err(format!(
-            "release name {}: invalid release name, must match regex {} and the length must not be longer than 53",
-            go_quote(&name),
-            VALID_NAME
-        )));
-    }
-
-    let caps = Capabilities::for_template(kube_version, &s.api_versions);
-    let mut warn = |line: &str| {
+    // (a chart directory's `templates/` first).
+    let loaded = LoadedChart::load(&chart_path, &mut |line| {
         let _ = writeln!(log, "{line}");
+    })
+    .map_err(|e| err(e.to_string()))?;
+    let opts = RenderOptions {
+        release_name: name.clone(),
+        namespace: s.namespace,
+        revision: s.revision,
+        is_upgrade: s.is_upgrade,
+        values,
+        kube_version,
+        api_versions: s.api_versions,
+        include_crds: s.include_crds,
+        skip_schema_validation: s.skip_schema_validation,
+        env: s.env,
     };
-    // `chartutil.ToRenderValues` runs while the templates are parsed: the
-    // two are independent once the dependencies are processed (which decides
-    // the charts to render). Its values coalescing is done here before the
-    // render, its schema check (see [`SchemaCheck`]) by the end of it. Helm
-    // validates before it parses, so a values error wins over a parse error.
-    crate::chart::dependencies::process_dependencies(&mut chart, &user_values, &mut warn)
-        .map_err(|e| err(e.to_string()))?;
-    // The values are also turned into the templates' `.Values` here, while
-    // the other cores parse. Nothing reads the charts' own defaults after
-    // this coalescing: it consumes them rather than copying them.
-    let cost = values_cost(&chart);
-    let defaults = crate::chart::coalesce::take_chart_values(&mut chart);
-    let (values, parsed) = pool.finish(&chart, cost, || {
-        crate::chart::coalesce::coalesce_taken_values(&chart, defaults, &user_values, &mut warn)
-            .map(|v| {
-                let top = crate::chart::convert::values_to_value(&v);
-                (v, top)
-            })
-    });
-    let (values, top_values) = values.map_err(|e| err(e.to_string()))?;
-    let values = Arc::new(values);
-    let schema_check = (!s.skip_schema_validation)
-        .then(|| SchemaCheck::start(Schemas::of(&chart), values.clone()));
-    let rendered = render_and_sort(&chart, parsed, top_values, &name, s, &caps);
-    // Helm validates the values before it renders: a schema error wins
-    // over anything rendering did, and then nothing is printed.
-    if let Some(check) = schema_check {
-        check.finish().map_err(|e| err(e.to_string()))?;
-    }
-    let Rendered {
-        notes,
-        files,
-        sorted,
-        state,
-    } = rendered?;
-    // A file that vanished or became unreadable since the load was read as
-    // empty: the render is wrong, whatever it printed.
-    if let Some(e) = chart.read_errors().into_iter().next() {
-        return Err(err(format!("cannot read chart file {e}")));
-    }
-    for w in &sorted.warnings {
-        let _ = writeln!(log, "manifest_sorter.go:190: {w}");
+    let (rendered, kept) = match pipeline::render_chart_keeping(loaded, &opts) {
+        Ok(r) => r,
+        Err(failure) => {
+            for w in &failure.warnings {
+                let _ = writeln!(log, "{w}");
+            }
+            return Err(err(failure.to_string()));
+        }
+    };
+    for w in &rendered.warnings {
+        let _ = writeln!(log, "{w}");
     }
 
     let mut writer = OutputDir::new(s.output_dir.as_deref(), out);
-    let crds = if s.include_crds {
-        crd_objects(&chart)
-    } else {
-        Vec::new()
-    };
     let release_dir = if s.release_name_dir {
         Some(name.as_str())
     } else {
         None
     };
-    let hooks: Vec<&Hook> = if s.no_hooks {
-        Vec::new()
-    } else {
-        sorted
-            .hooks
-            .iter()
-            .filter(|h| !(s.skip_tests && h.is_test()))
-            .collect()
-    };
-    // cmd/helm/template.go prints the CRDs' and manifests' blocks trimmed
-    // (`strings.TrimSpace`), a newline, then the hooks' blocks. Built in
-    // one buffer of its final size: a big chart prints megabytes, and
-    // growing the text and copying it again to trim it cost as much as
-    // writing it.
-    let mut text = String::new();
-    match &mut writer {
+    let hooks = printed_hooks(&rendered, s.no_hooks, s.skip_tests);
+    let text = match &mut writer {
         Some(w) => {
-            for (filename, data) in &crds {
-                w.write(None, filename, data)?;
+            for crd in &rendered.crds {
+                w.write(None, &crd.path, &crd.content)?;
             }
-            for m in &sorted.manifests {
+            for m in &rendered.manifests {
                 w.write(release_dir, &m.name, &m.content)?;
             }
             for h in &hooks {
                 w.write_hook(release_dir, &h.path, &h.manifest)?;
             }
             // What stays on stdout: the (empty) trimmed body's newline.
-            text.push('\n');
+            "\n".to_string()
         }
-        None => {
-            let body = crds.iter().map(|(f, d)| (f.as_str(), d.as_str())).chain(
-                sorted
-                    .manifests
-                    .iter()
-                    .map(|m| (m.name.as_str(), m.content.as_str())),
-            );
-            let hook_blocks = hooks.iter().map(|h| (h.path.as_str(), h.manifest.as_str()));
-            let len: usize = body
-                .clone()
-                .chain(hook_blocks.clone())
-                .map(|(p, c)| manifest::source_block_len(p, c))
-                .sum();
-            text.reserve_exact(len + 1);
-            for (path, content) in body {
-                manifest::push_source_block(&mut text, path, content);
-            }
-            text.truncate(text.trim_end().len());
-            let lead = text.len() - text.trim_start().len();
-            text.drain(..lead);
-            text.push('\n');
-            for (path, content) in hook_blocks {
-                manifest::push_source_block(&mut text, path, content);
-            }
-        }
-    }
+        None => stdout_text(&rendered.crds, &rendered.manifests, &hooks),
+    };
     drop(writer);
     let printed = if s.show_only.is_empty() {
         text
@@ -351,250 +208,61 @@ pub fn run_keeping(
     };
     out.write_all(printed.as_bytes())
         .map_err(|e| err(e.to_string()))?;
-    Ok(Leftovers {
-        notes,
-        _kept: Box::new((chart, values, user_values, state, files, sorted, printed)),
-    })
+    drop(hooks);
+    Ok(Leftovers(Box::new((kept, rendered, opts, printed))))
 }
 
-/// Schemas below this many bytes are checked where the values are made
-/// when no helper thread runs yet: decoding, compiling and applying one
-/// costs some 8 µs a KB, and starting a helper costs the render 60-130 µs.
-const SCHEMA_HELPER_MIN_BYTES: usize = 16 * 1024;
-/// The same with a helper already started (it parses the templates of all
-/// but the smallest charts): handing it the check costs a lock.
-const SCHEMA_HELPER_MIN_BYTES_STARTED: usize = 1024;
-
-/// `values.schema.json` validation of the coalesced values, Helm's last
-/// step of `ToRenderValues`. A big schema (vault's is 48 KB, bitnami-redis'
-/// 150 KB: a tenth of their runs) is checked on a helper thread while the
-/// templates render; [`SchemaCheck::finish`] gives the verdict before
-/// anything is printed, so a values error still wins over every error
-/// rendering may raise, as in Helm, which validates before it renders.
-/// The price: values a big schema rejects are rendered before the error.
-struct SchemaCheck(Checking);
-
-enum Checking {
-    Done(Result<(), ValuesError>),
-    /// The job, taken by whichever thread comes to it first: the helper,
-    /// or [`SchemaCheck::finish`] when the helper has not begun (it may be
-    /// busy with other work), so that the render never waits for a helper
-    /// only to start.
-    Helper {
-        job: Arc<SchemaJob>,
-        pending: crate::chart::workers::Pending<Option<Result<(), ValuesError>>>,
-    },
+/// What `helm template` prints of `rendered` without `--output-dir` and
+/// `--show-only`: the CRD files when it holds them, the manifests, then
+/// the hooks (test hooks left out when `skip_tests`, all when `no_hooks`).
+pub fn print_rendered(rendered: &Rendered, no_hooks: bool, skip_tests: bool) -> String {
+    let hooks = printed_hooks(rendered, no_hooks, skip_tests);
+    stdout_text(&rendered.crds, &rendered.manifests, &hooks)
 }
 
-struct SchemaJob {
-    taken: AtomicBool,
-    schemas: Schemas,
-    values: Arc<Mapping>,
-}
-
-impl SchemaJob {
-    fn run(&self) -> Option<Result<(), ValuesError>> {
-        (!self.taken.swap(true, Ordering::AcqRel))
-            .then(|| crate::chart::coalesce::validate_values(&self.schemas, &self.values))
+/// The hooks `helm template` prints (`--no-hooks`, `--skip-tests`).
+fn printed_hooks(rendered: &Rendered, no_hooks: bool, skip_tests: bool) -> Vec<&Hook> {
+    if no_hooks {
+        return Vec::new();
     }
+    rendered
+        .hooks
+        .iter()
+        .filter(|h| !(skip_tests && h.is_test()))
+        .collect()
 }
 
-impl SchemaCheck {
-    fn start(schemas: Schemas, values: Arc<Mapping>) -> SchemaCheck {
-        let size = schemas.size();
-        let job = Arc::new(SchemaJob {
-            taken: AtomicBool::new(false),
-            schemas,
-            values,
-        });
-        let worth_a_helper = size >= SCHEMA_HELPER_MIN_BYTES
-            || (size >= SCHEMA_HELPER_MIN_BYTES_STARTED
-                && crate::chart::workers::helpers_started());
-        if worth_a_helper && crate::chart::workers::cores() > 1 {
-            let theirs = job.clone();
-            if let Ok(pending) = crate::chart::workers::spawn_detached_next(move || theirs.run()) {
-                return SchemaCheck(Checking::Helper { job, pending });
-            }
-        }
-        // Not handed over, or no thread could be started for it (the job
-        // was dropped unrun): checked here, now.
-        match job.run() {
-            Some(r) => SchemaCheck(Checking::Done(r)),
-            None => unreachable!("a schema job not handed over was taken"),
-        }
-    }
-
-    fn finish(self) -> Result<(), ValuesError> {
-        match self.0 {
-            Checking::Done(r) => r,
-            Checking::Helper { job, pending } => match job.run() {
-                Some(r) => r,
-                None => match pending.wait() {
-                    Ok(Some(r)) => r,
-                    Ok(None) => unreachable!("the schema job ran on neither thread"),
-                    // The panic hook has reported it; end as the main thread would.
-                    Err(panic) => std::panic::resume_unwind(panic),
-                },
-            },
-        }
-    }
-}
-
-/// What [`render_and_sort`] hands back.
-struct Rendered {
-    /// The top chart's NOTES.txt, for a release record.
-    notes: String,
-    /// The rendered files, NOTES.txt left out (kept only to be dropped at exit).
-    files: BTreeMap<String, String>,
-    sorted: manifest::Sorted,
-    state: render::RenderState,
-}
-
-/// The parsed templates rendered (Helm's `action.renderResources` after the
-/// values): the kubeVersion check, rendering, and the manifests sorted
-/// into install order.
-fn render_and_sort(
-    chart: &Chart,
-    parsed: Result<render::ParsedTemplates, render::RenderError>,
-    top_values: crate::engine::Value,
-    name: &str,
-    s: &TemplateSettings,
-    caps: &Capabilities,
-) -> Result<Rendered, TemplateError> {
-    let release = ReleaseOptions {
-        name: name.to_string(),
-        namespace: s.namespace.clone(),
-        revision: if s.revision > 0 { s.revision } else { 1 },
-        is_upgrade: s.is_upgrade,
-        is_install: !s.is_upgrade,
-    };
-
-    // action.renderResources
-    if !chart.metadata.kube_version.is_empty()
-        && !crate::chart::dependencies::is_compatible_range(
-            &chart.metadata.kube_version,
-            &caps.kube_version.version,
-        )
-    {
-        return Err(with_debug_hint(format!(
-            "chart requires kubeVersion: {} which is incompatible with Kubernetes {}",
-            chart.metadata.kube_version, caps.kube_version.version
-        )));
-    }
-    // Manifest heads are parsed on another core as the files render.
-    let heads = match &parsed {
-        Ok(p) if p.worth_a_thread() => manifest::HeadWorker::start(),
-        _ => None,
-    };
-    let (mut files, state) = parsed
-        .and_then(|p| {
-            render::render_parsed(
-                chart,
-                p,
-                top_values,
-                &release,
-                caps,
-                &s.env,
-                &mut |path, text| {
-                    if let Some(h) = &heads {
-                        h.send(path, text);
-                    }
-                },
-            )
-        })
-        .map_err(with_debug_hint)?;
-    // NOTES.txt is rendered (its errors count) but never printed; the top
-    // chart's is kept for a release record.
-    let notes = files
-        .get(&format!("{}/templates/NOTES.txt", chart.name()))
-        .cloned()
-        .unwrap_or_default();
-    files.retain(|k, _| !k.ends_with("NOTES.txt"));
-    check_utf8(chart, &files)?;
-    let pre = heads.map(manifest::HeadWorker::finish).unwrap_or_default();
-    let sorted = manifest::sort_manifests_with(&files, pre).map_err(with_debug_hint)?;
-
-    Ok(Rendered {
-        notes,
-        files,
-        sorted,
-        state,
-    })
-}
-
-/// The values work on `chart` (coalescing, then the schema check, which a
-/// helper may take), as the bytes of template text that take about as
-/// long to parse (a rough figure from the corpus: a values node costs some
-/// 32 template bytes, a schema byte one), to decide whether a thread should
-/// parse templates while it runs.
-fn values_cost(chart: &Chart) -> usize {
-    fn nodes(y: &crate::yaml::Yaml) -> usize {
-        match y {
-            crate::yaml::Yaml::Seq(v) => 1 + v.iter().map(nodes).sum::<usize>(),
-            crate::yaml::Yaml::Map(m) => 1 + m.values().map(nodes).sum::<usize>(),
-            _ => 1,
-        }
-    }
-    fn rec(c: &Chart) -> usize {
-        let values: usize = c.values.values().map(nodes).sum();
-        let schema = c.schema.as_ref().map_or(0, |s| s.len());
-        32 * values + schema + c.dependencies.iter().map(rec).sum::<usize>()
-    }
-    rec(chart)
-}
-
-/// `Chart.CRDObjects`: `crds/` files with a manifest extension, the chart's
-/// own first, then each subchart's, named by chart path.
-/// Helm renders template bytes as they are and then fails in go-yaml's
-/// reader when a manifest holds invalid UTF-8; our engine works on text
-/// (invalid bytes become U+FFFD), so a rendered manifest whose template is
-/// not UTF-8 and whose output kept a replacement character gets go-yaml's
-/// error here, as Helm reports it.
-fn check_utf8(chart: &Chart, files: &BTreeMap<String, String>) -> Result<(), TemplateError> {
-    fn rec(c: &Chart, path: &str, out: &mut Vec<(String, String)>) {
-        for f in &c.templates {
-            if std::str::from_utf8(&f.data).is_err()
-                && let Err(e) = crate::yaml::check_input(&f.data)
-            {
-                out.push((format!("{path}/{}", f.name), e.to_string()));
-            }
-        }
-        for d in &c.dependencies {
-            rec(d, &format!("{path}/charts/{}", d.name()), out);
-        }
-    }
-    let mut bad = Vec::new();
-    rec(chart, chart.name(), &mut bad);
-    for (path, why) in bad {
-        if files.get(&path).is_some_and(|t| t.contains('\u{FFFD}')) {
-            return Err(with_debug_hint(format!(
-                "YAML parse error on {path}: {why}"
-            )));
-        }
-    }
-    Ok(())
-}
-
-fn crd_objects(chart: &Chart) -> Vec<(String, String)> {
-    fn rec(c: &Chart, path: &str, out: &mut Vec<(String, String)>) {
-        for f in &c.crds {
-            let ext_ok = [".yaml", ".yml", ".json"]
+/// cmd/helm/template.go prints the CRDs' and manifests' blocks trimmed
+/// (`strings.TrimSpace`), a newline, then the hooks' blocks. Built in one
+/// buffer of its final size: a big chart prints megabytes, and growing the
+/// text and copying it again to trim it cost as much as writing it.
+fn stdout_text(crds: &[CrdFile], manifests: &[Manifest], hooks: &[&Hook]) -> String {
+    let body = crds
+        .iter()
+        .map(|c| (c.path.as_str(), c.content.as_str()))
+        .chain(
+            manifests
                 .iter()
-                .any(|e| f.name.ends_with(e));
-            if f.name.starts_with("crds/") && ext_ok {
-                out.push((
-                    format!("{path}/{}", f.name),
-                    String::from_utf8_lossy(&f.data).into_owned(),
-                ));
-            }
-        }
-        for d in &c.dependencies {
-            rec(d, &format!("{path}/charts/{}", d.name()), out);
-        }
+                .map(|m| (m.name.as_str(), m.content.as_str())),
+        );
+    let hook_blocks = hooks.iter().map(|h| (h.path.as_str(), h.manifest.as_str()));
+    let len: usize = body
+        .clone()
+        .chain(hook_blocks.clone())
+        .map(|(p, c)| manifest::source_block_len(p, c))
+        .sum();
+    let mut text = String::with_capacity(len + 1);
+    for (path, content) in body {
+        manifest::push_source_block(&mut text, path, content);
     }
-    let mut out = Vec::new();
-    rec(chart, chart.name(), &mut out);
-    out
+    text.truncate(text.trim_end().len());
+    let lead = text.len() - text.trim_start().len();
+    text.drain(..lead);
+    text.push('\n');
+    for (path, content) in hook_blocks {
+        manifest::push_source_block(&mut text, path, content);
+    }
+    text
 }
 
 /// `--output-dir`: Helm's `writeToFile` (create or append, then print
@@ -677,17 +345,6 @@ impl<'a> OutputDir<'a> {
 
 #[cfg(test)]
 mod tests {
-
-    #[test]
-    fn release_name_check_matches_helms_regexp() {
-        let re = regex::Regex::new(VALID_NAME).unwrap_or_else(|_| unreachable!());
-        for n in [
-            "a", "a-b", "a.b", "a-", "-a", "a..b", ".a", "a.", "A", "a_b", "0", "a.b-c.d9", "a b",
-            "é", "a.-b", "ab-.c",
-        ] {
-            assert_eq!(is_valid_name(n), re.is_match(n), "{n:?}");
-        }
-    }
 
     use super::*;
 
@@ -1291,7 +948,7 @@ wrote /tmp/rt/tcod/m/templates/hooks.yaml
         let s = settings(dir.path(), extra);
         let mut out = Vec::new();
         let mut log = Vec::new();
-        run(&s, &mut out, &mut log).map_err(|e| e.to_string())?;
+        run(s, &mut out, &mut log).map_err(|e| e.to_string())?;
         Ok(String::from_utf8_lossy(&out).into_owned())
     }
 
@@ -1357,7 +1014,7 @@ wrote /tmp/rt/tcod/m/templates/hooks.yaml
         });
         let mut out = Vec::new();
         let mut log = Vec::new();
-        assert!(run(&s, &mut out, &mut log).is_ok());
+        assert!(run(s, &mut out, &mut log).is_ok());
         let stdout =
             String::from_utf8_lossy(&out).replace(&target.display().to_string(), "/tmp/rt/tcod");
         assert_eq!(stdout, OD);
@@ -1517,7 +1174,7 @@ caps: "{v3.17.3 e4da49785aa6e6ee2b86efd5dd9e43400318262b clean go1.23.7}"
         };
         let mut out = Vec::new();
         let mut log = Vec::new();
-        let r = run(&s, &mut out, &mut log);
+        let r = run(s, &mut out, &mut log);
         assert!(r.is_ok(), "{r:?}");
         assert_eq!(String::from_utf8_lossy(&out), EXPECTED);
     }
@@ -1552,7 +1209,7 @@ mod parallel_tests {
             ..Default::default()
         };
         let (mut out, mut log) = (Vec::new(), Vec::new());
-        run(&s, &mut out, &mut log).map_err(|e| e.to_string())?;
+        run(s, &mut out, &mut log).map_err(|e| e.to_string())?;
         Ok(String::from_utf8_lossy(&out).into_owned())
     }
 
@@ -1658,7 +1315,10 @@ mod parallel_tests {
                 r#"{{"type": "object", "properties": {{{}}}}}"#,
                 props.join(", ")
             );
-            assert_eq!(schema.len() >= SCHEMA_HELPER_MIN_BYTES, big);
+            assert_eq!(
+                schema.len() >= crate::chart::pipeline::SCHEMA_HELPER_MIN_BYTES,
+                big
+            );
             for kube in [false, true] {
                 let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
                 let d = dir.path();

@@ -6,6 +6,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::yaml::Mapping;
 
+/// Where warnings go: one call per line Helm would print on stderr (the
+/// loader's and the values code's `log.Printf` lines).
+pub type Warn<'a> = &'a mut dyn FnMut(&str);
+
 /// One file of a chart, named by its path relative to the chart root with
 /// `/` separators (`templates/deployment.yaml`, `files/a.conf`).
 #[derive(Clone, Debug)]
@@ -87,7 +91,7 @@ impl Data {
                 .take();
             match at {
                 None => Arc::from(&[][..]),
-                Some((dir, name)) => match crate::chart::load::read_at(&dir, &name, self.0.size) {
+                Some((dir, name)) => match read_at(&dir, &name, self.0.size) {
                     Ok(b) => b,
                     Err(e) => {
                         let _ = self.0.error.set(e.to_string());
@@ -251,6 +255,103 @@ impl Chart {
             d.touch_all();
         }
     }
+}
+
+/// The whole of an open file of `len` bytes (more if it grew since),
+/// without a UTF-8 byte order mark (Helm's loader drops it from every
+/// file), read straight into the shared buffer the chart keeps, usually
+/// in one system call. Not `std::fs::read` and `Arc::from(Vec)`: that
+/// copies every byte a second time into a new allocation (a chart's
+/// templates and values are hundreds of kilobytes, and each fresh page of
+/// the copy is a page fault), and `Read::read_to_end` on a `File` first
+/// asks the file's size and position again, and then reads once more to
+/// find the end (three more system calls per file).
+pub(crate) fn read_shared(fd: &rustix::fd::OwnedFd, len: usize) -> std::io::Result<Arc<[u8]>> {
+    // A zero-filled slice collected from an exact-size iterator is a
+    // single allocation of the final size, which the file is read into.
+    let mut buf: Arc<[u8]> = std::iter::repeat_n(0u8, len).collect();
+    let mut filled = 0;
+    // Past the buffer, a small probe on the stack: a file that grew still
+    // needs no allocation to be noticed.
+    let mut probe = [0u8; 64];
+    let mut more = 0;
+    let mut at_end = false;
+    if let Some(dst) = Arc::get_mut(&mut buf) {
+        loop {
+            let asked = len - filled + probe.len();
+            let mut iov = [
+                std::io::IoSliceMut::new(&mut dst[filled..]),
+                std::io::IoSliceMut::new(&mut probe),
+            ];
+            match rustix::io::readv(fd, &mut iov) {
+                Ok(0) => {
+                    at_end = true;
+                    break;
+                }
+                Ok(n) => {
+                    let into_buf = n.min(len - filled);
+                    filled += into_buf;
+                    more = n - into_buf;
+                    if filled == len {
+                        // A read of a regular file that stops short of what
+                        // was asked has met the end: the usual file, whose
+                        // size is what was measured, needs no second call
+                        // to find it. A file measured empty (procfs and the
+                        // like) is read on to the end, as is one that filled
+                        // the probe too.
+                        at_end = len > 0 && n < asked;
+                        break;
+                    }
+                }
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    if filled == len && more == 0 && at_end {
+        return Ok(without_bom(buf));
+    }
+    // The file changed size since it was measured, or its end is unknown.
+    let mut v = buf[..filled].to_vec();
+    v.extend_from_slice(&probe[..more]);
+    if !at_end {
+        read_rest(fd, &mut v)?;
+    }
+    Ok(without_bom(Arc::from(v)))
+}
+
+/// Append what is left of `fd` to `v`.
+fn read_rest(fd: &rustix::fd::OwnedFd, v: &mut Vec<u8>) -> std::io::Result<()> {
+    loop {
+        if v.len() == v.capacity() {
+            v.reserve(v.capacity().max(64));
+        }
+        match rustix::io::read(fd, rustix::buffer::spare_capacity(&mut *v)) {
+            Ok(0) => return Ok(()),
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+fn without_bom(buf: Arc<[u8]>) -> Arc<[u8]> {
+    match buf.strip_prefix(&[0xEF, 0xBB, 0xBF]) {
+        Some(rest) => Arc::from(rest),
+        None => buf,
+    }
+}
+
+/// The bytes of the file `name` of directory `dir` ([`read_shared`]), for
+/// a file whose reading was deferred, of `len` bytes when it was checked
+/// (`read_shared` reads whatever it holds now).
+fn read_at(dir: &rustix::fd::OwnedFd, name: &str, len: usize) -> std::io::Result<Arc<[u8]>> {
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )?;
+    read_shared(&fd, len)
 }
 
 #[cfg(test)]

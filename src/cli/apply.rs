@@ -1,6 +1,6 @@
 //! `antiopa apply` (helm upgrade --install with server-side apply),
 //! `antiopa uninstall` and `antiopa history`: clap types, rendering through
-//! [`crate::chart::template`], and terminal output over [`crate::release`].
+//! [`crate::chart::render_chart`], and terminal output over [`crate::release`].
 //! Each command starts its own tokio runtime; the rest of the CLI stays
 //! synchronous.
 
@@ -11,10 +11,10 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::{Map, Value as Json};
 
-use crate::apply::{ApplyOptions, Progress, Rendered, objects::to_json, split_rendered};
-use crate::chart::template::{self, TemplateSettings};
+use crate::apply::{ApplyOptions, Progress, Rendered, objects::to_json};
+use crate::chart::capabilities::KubeVersion;
+use crate::chart::{Env, LoadedChart, RenderOptions, render_chart, template};
 use crate::cluster::{Cluster, ClusterOptions};
-use crate::engine::Env;
 use crate::release::{self, InstallOutcome, InstallRequest};
 use crate::yaml::Yaml;
 
@@ -230,12 +230,12 @@ pub(super) struct RenderedChart {
     pub notes: String,
 }
 
-/// Render the chart as `helm template --include-crds` does, for the
+/// Renders the chart as `helm template --include-crds` does, for the
 /// revision about to be written (`.Release.Revision`, `.Release.IsUpgrade`
-/// and `.Release.IsInstall` as helm's `upgrade --install` sets them), and
-/// collect the chart metadata, values and notes the release records.
-/// Renders the chart for the revision about to be written, `lookup`
-/// reading `cluster`.
+/// and `.Release.IsInstall` as helm's `upgrade --install` sets them), with
+/// `lookup` reading `cluster`, and collects the chart metadata, values and
+/// notes the release records. The chart is loaded once; its warnings go to
+/// stderr as helm prints them.
 pub(super) fn render(
     a: &ReleaseChartArgs,
     next: release::Next,
@@ -246,40 +246,49 @@ pub(super) fn render(
 }
 
 fn render_offline(a: &ReleaseChartArgs, next: release::Next) -> Result<RenderedChart, CmdError> {
-    let values = a.values.options();
-    let config = match to_json(&Yaml::Map(values.merge().map_err(cerr)?)) {
+    let values = a.values.options().merge().map_err(cerr)?;
+    let config = match to_json(&Yaml::Map(values.clone())) {
         Json::Object(m) => m,
         _ => Map::new(),
     };
+    let kube_version = match a.kube_version.as_deref() {
+        Some(v) if !v.is_empty() => Some(KubeVersion::parse(v).map_err(cerr)?),
+        _ => None,
+    };
+    let path = template::locate_chart(&a.chart).map_err(cerr)?;
+    let mut log = |line: &str| {
+        let _ = writeln!(std::io::stderr(), "{line}");
+    };
+    let loaded = LoadedChart::load(&path, &mut log).map_err(cerr)?;
+    // Recorded in the release: the chart's metadata and its own values,
+    // taken before the render consumes them.
+    let chart = crate::chart::release_json(loaded.chart());
     let mut env = Env::new();
     if let Some(seed) = a.seed {
         env.seed(seed);
     }
-    let settings = TemplateSettings {
-        args: vec![a.name.clone(), a.chart.clone()],
+    let opts = RenderOptions {
+        release_name: a.name.clone(),
         namespace: a.namespace.clone(),
-        values,
-        include_crds: true,
-        skip_tests: true,
-        is_upgrade: next.is_upgrade,
         revision: next.version,
-        kube_version: a.kube_version.clone(),
+        is_upgrade: next.is_upgrade,
+        values,
+        kube_version,
         api_versions: a.api_versions.clone(),
+        include_crds: true,
         env,
         ..Default::default()
     };
-    let mut out = Vec::new();
-    let leftovers =
-        template::run_keeping(&settings, &mut out, &mut std::io::stderr()).map_err(cerr)?;
-    let notes = leftovers.notes().to_string();
-    drop(leftovers);
-    let text = String::from_utf8_lossy(&out);
-    let chart = crate::chart::load::load(std::path::Path::new(a.chart.trim())).map_err(cerr)?;
+    let rendered = render_chart(loaded, &opts).map_err(|failure| {
+        failure.warnings.iter().for_each(|w| log(w));
+        cerr(failure)
+    })?;
+    rendered.warnings.iter().for_each(|w| log(w));
     Ok(RenderedChart {
-        rendered: split_rendered(&text),
-        chart: crate::chart::release_json(&chart),
+        rendered: Rendered::from_chart(&rendered),
+        chart,
         config,
-        notes,
+        notes: rendered.notes,
     })
 }
 
@@ -317,13 +326,27 @@ fn end_progress() {
     }
 }
 
+/// `helm history` of a release, the records that cannot be read named on
+/// stderr and skipped.
+pub(super) async fn read_history(
+    cluster: &Cluster,
+    name: &str,
+    namespace: &str,
+) -> Result<Vec<release::Release>, CmdError> {
+    let h = release::read_history(cluster, name, namespace)
+        .await
+        .map_err(cerr)?;
+    for w in &h.warnings {
+        let _ = writeln!(std::io::stderr(), "{w}");
+    }
+    Ok(h.releases)
+}
+
 pub fn run_apply(a: ApplyArgs) -> Result<(), CmdError> {
     let rt = runtime()?;
     rt.block_on(async {
         let cluster = Cluster::connect(&a.chart.cluster.options()).await.map_err(cerr)?;
-        let hist = release::history(&cluster, &a.chart.name, &a.chart.namespace)
-            .await
-            .map_err(cerr)?;
+        let hist = read_history(&cluster, &a.chart.name, &a.chart.namespace).await?;
         let next = release::next_revision(&hist);
         let r = render(&a.chart, next, &cluster)?;
         let req = InstallRequest {
@@ -429,9 +452,7 @@ pub fn run_history(a: HistoryArgs) -> Result<(), CmdError> {
     let rt = runtime()?;
     rt.block_on(async {
         let cluster = Cluster::connect(&a.cluster.options()).await.map_err(cerr)?;
-        let hist = release::history(&cluster, &a.name, &a.namespace)
-            .await
-            .map_err(cerr)?;
+        let hist = read_history(&cluster, &a.name, &a.namespace).await?;
         if hist.is_empty() {
             return Err(CmdError("release: not found".into()));
         }

@@ -10,7 +10,7 @@ use std::io::Write;
 
 use clap::Args;
 
-use super::apply::{CmdError, ReleaseChartArgs, apply_options, render, runtime};
+use super::apply::{CmdError, ReleaseChartArgs, apply_options, read_history, render, runtime};
 use crate::apply::run::display_yaml;
 use crate::apply::{LiveChange, Owner, decode, live_diff, split_rendered};
 use crate::cluster::Cluster;
@@ -39,9 +39,7 @@ pub fn run_live_diff(a: LiveDiffArgs) -> Result<bool, CmdError> {
     rt.block_on(async {
         let c = &a.chart;
         let cluster = Cluster::connect(&c.cluster_options()).await.map_err(cerr)?;
-        let hist = release::history(&cluster, c.name(), c.namespace())
-            .await
-            .map_err(cerr)?;
+        let hist = read_history(&cluster, c.name(), c.namespace()).await?;
         let deployed = hist
             .iter()
             .rposition(|r| r.status() == release::Status::Deployed);

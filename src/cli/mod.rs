@@ -385,7 +385,7 @@ fn run_template(a: TemplateArgs) -> i32 {
     // helper threads during the run, and a helper that panics reports it
     // on stderr (the panic hook); holding the lock for the whole run
     // would hang the process there instead of printing the error.
-    let result = template::run_keeping(&settings, &mut out, &mut std::io::stderr());
+    let result = template::run_keeping(settings, &mut out, &mut std::io::stderr());
     let _ = out.flush();
     match result {
         Ok(leftovers) => {

@@ -12,21 +12,22 @@
 //! error; the others still render. A failing global hook stops everything,
 //! as it blocks every module in addon-operator.
 //!
-//! A chart without `Chart.yaml` (only `templates/`) is rendered from a
-//! temporary copy with the `Chart.yaml` addon-operator writes for it
-//! (`name: <module>`, `version: 0.2.0`; `HelmModule.createChartYaml`).
+//! A chart without `Chart.yaml` (only `templates/`) is rendered with the
+//! `Chart.yaml` addon-operator writes for it (`name: <module>`, `version:
+//! 0.2.0`; `HelmModule.createChartYaml`), given to the loader in memory:
+//! rendering writes no file.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::ModuleError;
 use super::discovery::Module;
 use super::session::Session;
-use crate::chart::Limits;
-use crate::chart::strvals::ValueOptions;
-use crate::chart::template::{self, TemplateSettings};
+use crate::chart::template;
+use crate::chart::{self, Env, Limits, LoadedChart};
 use crate::hooks::BindingType;
-use crate::values::{Values, values_to_yaml};
+use crate::values::Values;
+use crate::values::convert::map_to_yaml;
 
 /// What to render.
 #[derive(Clone, Debug, Default)]
@@ -176,8 +177,7 @@ pub fn run_module(
         session.run_module_hooks(&m.name, on_stderr)?;
         let values = session.helm_values(&m.name, on_stderr)?;
         let text = if m.has_chart {
-            let tmp = &session.run.tmp_dir;
-            render_chart(m, &values, namespace, opts.limits, tmp, on_stderr)?
+            render_chart(m, &values, namespace, opts.limits, on_stderr)?
         } else {
             String::new()
         };
@@ -194,93 +194,65 @@ pub fn run_module(
     })
 }
 
-/// Removes a temporary directory when dropped.
-struct TmpDir(PathBuf);
+/// `helm template <module> <dir> --namespace NS --values <values>`, with
+/// the values handed over in memory. A module without `Chart.yaml` gets
+/// the one addon-operator writes for it (`HelmModule.createChartYaml`), in
 
-impl Drop for TmpDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+/// Loads module `m`'s chart; a module without `Chart.yaml` gets the one
+/// addon-operator writes for it (`name: <module>`, `version: 0.2.0`;
+/// `HelmModule.createChartYaml`).
+pub fn load_chart(m: &Module, warn: &mut dyn FnMut(&str)) -> Result<LoadedChart, ModuleError> {
+    if m.has_chart_yaml {
+        LoadedChart::load(&m.path, warn)
+    } else {
+        let chart_yaml = format!("name: {}\nversion: 0.2.0", m.name);
+        LoadedChart::load_dir_or(&m.path, &chart_yaml, warn)
     }
+    .map_err(|e| ModuleError::Render {
+        module: m.name.clone(),
+        message: e.to_string(),
+    })
 }
 
-/// `helm template <module> <dir> --namespace NS --values <values>`.
+/// memory too. Warnings go to `on_stderr`, each headed by the module name.
 pub fn render_chart(
     m: &Module,
     values: &Values,
     namespace: &str,
     limits: Limits,
-    tmp_root: &Path,
     on_stderr: &mut dyn FnMut(&str),
 ) -> Result<String, ModuleError> {
     let fail = |message: String| ModuleError::Render {
         module: m.name.clone(),
         message,
     };
-    let tmp = TmpDir(tmp_root.join(format!("render-{}-{}", m.name, uuid::Uuid::new_v4())));
-    std::fs::create_dir_all(&tmp.0)
-        .map_err(|e| fail(format!("cannot create {}: {e}", tmp.0.display())))?;
-    let values_file = tmp.0.join("values.yaml");
-    std::fs::write(&values_file, values_to_yaml(values))
-        .map_err(|e| fail(format!("cannot write {}: {e}", values_file.display())))?;
-    let chart_dir = if m.has_chart_yaml {
-        m.path.clone()
-    } else {
-        let copy = tmp.0.join(&m.name);
-        copy_dir(&m.path, &copy)
-            .map_err(|e| fail(format!("cannot copy {}: {e}", m.path.display())))?;
-        std::fs::write(
-            copy.join("Chart.yaml"),
-            format!("name: {}\nversion: 0.2.0", m.name),
-        )
-        .map_err(|e| fail(format!("cannot write Chart.yaml: {e}")))?;
-        copy
-    };
-    let mut settings = TemplateSettings {
-        args: vec![m.name.clone(), chart_dir.to_string_lossy().into_owned()],
+    let mut warn = |line: &str| on_stderr(&format!("{}: {line}", m.name));
+    let loaded = load_chart(m, &mut warn)?;
+    // The engine's default environment (no seed, real clock).
+    let mut env = Env::new();
+    env.set_limits(limits);
+    let opts = chart::RenderOptions {
+        release_name: m.name.clone(),
         namespace: namespace.to_string(),
-        values: ValueOptions {
-            values_files: vec![values_file.to_string_lossy().into_owned()],
-            ..Default::default()
-        },
-        // The engine's default environment (no seed, real clock).
+        // As sigs.k8s.io/yaml reads a values file: every number a float64.
+        values: map_to_yaml(values),
+        env,
         ..Default::default()
     };
-    settings.env.set_limits(limits);
-    let mut out = Vec::new();
-    let mut log = Vec::new();
-    let r = template::run(&settings, &mut out, &mut log);
-    for line in String::from_utf8_lossy(&log).lines() {
-        on_stderr(&format!("{}: {line}", m.name));
-    }
-    r.map_err(|e| fail(e.to_string()))?;
-    String::from_utf8(out).map_err(|e| fail(e.to_string()))
-}
-
-/// Copies a directory tree (symlinks followed).
-/// Copies a module without `Chart.yaml` to give it one. Only directories
-/// and regular files (symlinks followed) are copied: copying a FIFO would
-/// block forever and a link to `/dev/zero` would never end, so anything
-/// else fails with the error the chart loader gives for it in a chart
-/// that has a `Chart.yaml` (helm's).
-fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for e in std::fs::read_dir(from)? {
-        let e = e?;
-        let src = e.path();
-        let dst = to.join(e.file_name());
-        let md = std::fs::metadata(&src)?;
-        if md.is_dir() {
-            copy_dir(&src, &dst)?;
-        } else if md.is_file() {
-            std::fs::copy(&src, &dst)?;
-        } else {
-            return Err(std::io::Error::other(format!(
-                "cannot load irregular file {} as it has file mode type bits set",
-                src.display()
-            )));
+    match chart::render_chart(loaded, &opts) {
+        Ok(rendered) => {
+            for w in &rendered.warnings {
+                warn(w);
+            }
+            Ok(template::print_rendered(&rendered, false, false))
+        }
+        Err(failure) => {
+            for w in &failure.warnings {
+                warn(w);
+            }
+            Err(fail(failure.to_string()))
         }
     }
-    Ok(())
 }
 
 /// Writes results: with `output_dir`, `OUT/<module>.yaml` each; otherwise

@@ -1,20 +1,19 @@
 //! A module's chart rendered for a release revision: what `helm upgrade
 //! --install <module> <dir> --values <values>` renders in addon-operator,
 //! CRDs from `crds/` included, tests left out, with `lookup` reading the
-//! cluster. Called on a blocking thread (rendering is synchronous).
+//! cluster. Values go to the chart in memory. Called on a blocking thread
+//! (rendering is synchronous).
 
 use std::rc::Rc;
 
 use serde_json::Value as Json;
 
-use crate::apply::{ClusterLookup, Rendered, split_rendered};
-use crate::chart::Limits;
-use crate::chart::strvals::ValueOptions;
-use crate::chart::template::{self, TemplateSettings};
+use crate::apply::{ClusterLookup, Rendered};
+use crate::chart::{self, Env, Limits};
 use crate::cluster::Cluster;
 use crate::module::{Module, ModuleError};
 use crate::release::Next;
-use crate::values::{Values, values_to_yaml};
+use crate::values::Values;
 
 /// A render ready for the release code.
 pub struct ModuleRender {
@@ -26,7 +25,8 @@ pub struct ModuleRender {
     pub notes: String,
 }
 
-/// Renders module `m`'s chart with `values` for revision `next`.
+/// Renders module `m`'s chart with `values` for revision `next`; the
+/// chart's warnings are logged.
 pub fn render_module(
     m: &Module,
     values: &Values,
@@ -35,47 +35,39 @@ pub fn render_module(
     limits: Limits,
     cluster: &Cluster,
 ) -> Result<ModuleRender, ModuleError> {
-    let fail = |message: String| ModuleError::Render {
-        module: m.name.clone(),
-        message,
-    };
-    // The values travel through a file until chart/ takes them in memory.
-    let mut file = tempfile::Builder::new()
-        .prefix("antiopa-values-")
-        .tempfile()
-        .map_err(|e| fail(format!("cannot write the values file: {e}")))?;
-    std::io::Write::write_all(&mut file, values_to_yaml(values).as_bytes())
-        .map_err(|e| fail(format!("cannot write the values file: {e}")))?;
-    let mut settings = TemplateSettings {
-        args: vec![m.name.clone(), m.path.display().to_string()],
+    let mut warn = |line: &str| tracing::warn!(module = %m.name, "{line}");
+    let loaded = crate::module::render::load_chart(m, &mut warn)?;
+    let chart = chart::release_json(loaded.chart());
+    let mut env = Env::new();
+    env.set_limits(limits);
+    let opts = chart::RenderOptions {
+        release_name: m.name.clone(),
         namespace: namespace.to_string(),
-        values: ValueOptions {
-            values_files: vec![file.path().display().to_string()],
-            ..Default::default()
-        },
-        include_crds: true,
-        skip_tests: true,
-        is_upgrade: next.is_upgrade,
         revision: next.version,
+        is_upgrade: next.is_upgrade,
+        // As sigs.k8s.io/yaml reads a values file: every number a float64.
+        values: crate::values::convert::map_to_yaml(values),
+        include_crds: true,
+        env,
         ..Default::default()
     };
-    settings.env.set_limits(limits);
     let provider = Rc::new(ClusterLookup::new(cluster));
-    let mut out = Vec::new();
-    let mut log = Vec::new();
-    let run = crate::chart::lookup::with_lookup(provider, || {
-        template::run_keeping(&settings, &mut out, &mut log)
-    });
-    for line in String::from_utf8_lossy(&log).lines() {
-        tracing::warn!(module = %m.name, "{line}");
-    }
-    let notes = run.map_err(|e| fail(e.to_string()))?.notes().to_string();
-    let text = String::from_utf8(out).map_err(|e| fail(e.to_string()))?;
-    let chart = crate::chart::load::load(&m.path).map_err(|e| fail(e.to_string()))?;
+    let rendered = chart::lookup::with_lookup(provider, || chart::render_chart(loaded, &opts));
+    let rendered = match rendered {
+        Ok(r) => r,
+        Err(failure) => {
+            failure.warnings.iter().for_each(|w| warn(w));
+            return Err(ModuleError::Render {
+                module: m.name.clone(),
+                message: failure.to_string(),
+            });
+        }
+    };
+    rendered.warnings.iter().for_each(|w| warn(w));
     Ok(ModuleRender {
-        rendered: split_rendered(&text),
-        chart: crate::chart::release_json(&chart),
+        rendered: Rendered::from_chart(&rendered),
+        chart,
         config: values.clone(),
-        notes,
+        notes: rendered.notes,
     })
 }

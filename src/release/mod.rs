@@ -38,7 +38,7 @@ use serde_json::Value as Json;
 use sha2::Digest;
 
 pub use codec::{Hook, Info, Release, Status};
-pub use store::{Store, StoreError, Stored, secret_name};
+pub use store::{History, Store, StoreError, Stored, secret_name};
 
 use crate::apply::{
     self, ApplyError, ApplyOptions, ApplyReport, Object, Owner, Progress, Rendered, ownership,
@@ -280,16 +280,33 @@ fn is_abandoned(s: &Stored, timeout: Duration) -> bool {
 
 /// Objects of a recorded manifest (unreadable documents are skipped: a
 /// record written by another tool must not block an upgrade).
-fn manifest_objects(manifest: &str) -> Vec<Object> {
+/// The objects of a recorded manifest; a document that does not decode is
+/// left out, with a warning line in `warnings`.
+fn manifest_objects(manifest: &str, warnings: &mut Vec<String>) -> Vec<Object> {
     let r = apply::split_rendered(manifest);
     let mut out = Vec::new();
     for d in r.manifests.iter().chain(r.crds.iter()) {
         match apply::decode(std::slice::from_ref(d)) {
             Ok(objs) => out.extend(objs),
-            Err(e) => eprintln!("warning: previous release manifest: {e}; not pruned"),
+            Err(e) => warnings.push(format!(
+                "warning: previous release manifest: {e}; not pruned"
+            )),
         }
     }
     out
+}
+
+/// [`Store::history`], its warnings sent to `log`.
+async fn read_logged(
+    store: &Store,
+    name: &str,
+    log: &mut (dyn FnMut(&str) + Send),
+) -> Result<Vec<Stored>, StoreError> {
+    let h = store.history(name).await?;
+    for w in &h.skipped {
+        log(w);
+    }
+    Ok(h.records)
 }
 
 /// The release hooks as helm records them (`helm.sh/hook`, weight, delete
@@ -474,7 +491,7 @@ pub async fn upgrade_install_rendered_for(
     log: &mut (dyn FnMut(&str) + Send),
 ) -> Result<InstallOutcome, ReleaseError> {
     let store = Store::new(cluster, &req.namespace);
-    let mut hist = store.history(&req.name).await?;
+    let mut hist = read_logged(&store, &req.name, log).await?;
     if !req.apply.dry_run {
         take_lock(&store, &mut hist, req.lock_timeout, log).await?;
     }
@@ -518,10 +535,14 @@ pub async fn upgrade_install_rendered_for(
         ..Owner::new(&req.name, &req.namespace)
     };
     desired.extend(owned_objects(&req.rendered, &owner)?);
+    let mut warnings = Vec::new();
     let previous: Vec<Object> = hist[last_deployed.unwrap_or(0)..]
         .iter()
-        .flat_map(|s| manifest_objects(&s.release.manifest))
+        .flat_map(|s| manifest_objects(&s.release.manifest, &mut warnings))
         .collect();
+    for w in &warnings {
+        log(w);
+    }
     let mut aopts = req.apply.clone();
     aopts.owner = Some(owner);
     let aopts = &aopts;
@@ -645,7 +666,7 @@ pub async fn upgrade_install_rendered_for(
     };
     match result {
         Ok(report) => {
-            trim_history(&store, &req.name, req.history_max).await?;
+            trim_history(&store, &req.name, req.history_max, log).await?;
             Ok(InstallOutcome::Deployed { version, report })
         }
         Err(e) => {
@@ -692,11 +713,16 @@ fn namespace_object(ns: &str) -> Object {
 
 /// Delete the oldest revisions beyond `max` (helm's
 /// `storage.removeLeastRecent`: never the deployed one).
-async fn trim_history(store: &Store, name: &str, max: usize) -> Result<(), ReleaseError> {
+async fn trim_history(
+    store: &Store,
+    name: &str,
+    max: usize,
+    log: &mut (dyn FnMut(&str) + Send),
+) -> Result<(), ReleaseError> {
     if max == 0 {
         return Ok(());
     }
-    let hist = store.history(name).await?;
+    let hist = read_logged(store, name, log).await?;
     if hist.len() <= max {
         return Ok(());
     }
@@ -758,7 +784,7 @@ pub async fn uninstall(
     let keep_history = opts.keep_history;
     let lock_timeout = opts.lock_timeout;
     let store = Store::new(cluster, namespace);
-    let mut hist = store.history(name).await?;
+    let mut hist = read_logged(&store, name, log).await?;
     if hist.is_empty()
         || hist
             .last()
@@ -776,10 +802,14 @@ pub async fn uninstall(
         .iter()
         .rposition(|s| s.release.status() == Status::Deployed)
         .unwrap_or(0);
+    let mut warnings = Vec::new();
     let objects: Vec<Object> = hist[last_deployed..]
         .iter()
-        .flat_map(|s| manifest_objects(&s.release.manifest))
+        .flat_map(|s| manifest_objects(&s.release.manifest, &mut warnings))
         .collect();
+    for w in &warnings {
+        log(w);
+    }
     let Some(last) = hist.last() else {
         return Err(ReleaseError::NotFound(name.to_string()));
     };
@@ -815,19 +845,41 @@ pub async fn uninstall(
     })
 }
 
-/// `helm history`: every revision, oldest first.
+/// `helm history`: every revision, oldest first. Records that cannot be
+/// read are skipped, each with a `tracing` warning; [`read_history`]
+/// hands those warnings back instead.
 pub async fn history(
     cluster: &Cluster,
     name: &str,
     namespace: &str,
 ) -> Result<Vec<Release>, ReleaseError> {
-    let store = Store::new(cluster, namespace);
-    Ok(store
-        .history(name)
-        .await?
-        .into_iter()
-        .map(|s| s.release)
-        .collect())
+    let h = read_history(cluster, name, namespace).await?;
+    for w in &h.warnings {
+        tracing::warn!(target: "antiopa::release", "{w}");
+    }
+    Ok(h.releases)
+}
+
+/// What [`read_history`] read.
+#[derive(Clone, Debug, Default)]
+pub struct ReleaseHistory {
+    /// Every readable revision, oldest first.
+    pub releases: Vec<Release>,
+    /// A warning line per record skipped because it cannot be read.
+    pub warnings: Vec<String>,
+}
+
+/// [`history`] with the warnings as data.
+pub async fn read_history(
+    cluster: &Cluster,
+    name: &str,
+    namespace: &str,
+) -> Result<ReleaseHistory, ReleaseError> {
+    let h = Store::new(cluster, namespace).history(name).await?;
+    Ok(ReleaseHistory {
+        releases: h.records.into_iter().map(|s| s.release).collect(),
+        warnings: h.skipped,
+    })
 }
 
 #[cfg(test)]

@@ -75,6 +75,15 @@ pub struct Stored {
     pub annotations: BTreeMap<String, String>,
 }
 
+/// What [`Store::history`] read.
+#[derive(Clone, Debug, Default)]
+pub struct History {
+    /// The readable revisions, oldest first.
+    pub records: Vec<Stored>,
+    /// One warning line per record that could not be read (skipped).
+    pub skipped: Vec<String>,
+}
+
 /// `sh.helm.release.v1.<name>.v<version>`.
 pub fn secret_name(name: &str, version: i64) -> String {
     format!("sh.helm.release.v1.{name}.v{version}")
@@ -101,9 +110,9 @@ impl Store {
     }
 
     /// Every readable revision of `name`, oldest first (`Secrets.Query` with
-    /// `owner=helm,name=<name>`; undecodable records are skipped with a log
-    /// line, as helm does).
-    pub async fn history(&self, name: &str) -> Result<Vec<Stored>, StoreError> {
+    /// `owner=helm,name=<name>`; undecodable records are skipped, as helm
+    /// does, each with a warning for the caller to show).
+    pub async fn history(&self, name: &str) -> Result<History, StoreError> {
         let lp = ListParams::default().labels(&format!("owner=helm,name={name}"));
         let list = self
             .cluster
@@ -115,10 +124,13 @@ impl Store {
                 source,
             })?;
         let mut out = Vec::new();
+        let mut skipped = Vec::new();
         for s in list.items {
             let key = s.metadata.name.clone().unwrap_or_default();
             let Some(data) = s.data.as_ref().and_then(|d| d.get("release")) else {
-                eprintln!("warning: release secret {key:?} has no data.release; skipped");
+                skipped.push(format!(
+                    "warning: release secret {key:?} has no data.release; skipped"
+                ));
                 continue;
             };
             match codec::decode(&data.0) {
@@ -135,11 +147,14 @@ impl Store {
                         annotations: s.metadata.annotations.clone().unwrap_or_default(),
                     });
                 }
-                Err(e) => eprintln!("warning: release secret {key:?}: {e}; skipped"),
+                Err(e) => skipped.push(format!("warning: release secret {key:?}: {e}; skipped")),
             }
         }
         out.sort_by_key(|s| s.release.version);
-        Ok(out)
+        Ok(History {
+            records: out,
+            skipped,
+        })
     }
 
     /// Names of the releases whose records carry the label `selector`.

@@ -37,7 +37,7 @@ fn render(chart: &Path, set: &[&str], next: release::Next) -> antiopa::apply::Re
         ..Default::default()
     };
     let mut out = Vec::new();
-    template::run(&settings, &mut out, &mut std::io::sink()).expect("render kps");
+    template::run(settings, &mut out, &mut std::io::sink()).expect("render kps");
     split_rendered(&String::from_utf8_lossy(&out))
 }
 

@@ -38,7 +38,7 @@ async fn render_next(env: &Env, chart: &Path, ns: &str) -> Rendered {
         ..Default::default()
     };
     let mut out = Vec::new();
-    template::run(&settings, &mut out, &mut std::io::sink()).expect("render kps");
+    template::run(settings, &mut out, &mut std::io::sink()).expect("render kps");
     apply::split_rendered(&String::from_utf8(out).unwrap())
 }
 

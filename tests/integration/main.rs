@@ -28,6 +28,7 @@ mod hostile_hooks;
 mod module_config;
 mod module_shipped;
 mod module_tree;
+mod render_api;
 mod render_limits;
 mod render_longlived;
 mod values_config;

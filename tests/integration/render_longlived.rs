@@ -9,8 +9,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use antiopa::chart::template::{self, TemplateSettings};
 use antiopa::chart::workers::Pool;
+use antiopa::chart::{LoadedChart, RenderOptions, render_chart, template};
 
 const CHILD: &str = "ANTIOPA_LONGLIVED_CHILD";
 
@@ -59,12 +59,17 @@ fn write_chart(dir: &Path) {
     }
 }
 
-fn settings(chart: &Path) -> TemplateSettings {
-    TemplateSettings {
-        args: vec!["rel".into(), chart.display().to_string()],
+/// One render as the operator does it: load, render to data, print.
+fn render_once(chart: &Path) -> Vec<u8> {
+    let loaded = LoadedChart::load(chart, &mut |w| panic!("unexpected warning: {w}")).unwrap();
+    let opts = RenderOptions {
+        release_name: "rel".into(),
         namespace: "ns".into(),
         ..Default::default()
-    }
+    };
+    let rendered = render_chart(loaded, &opts).unwrap();
+    assert!(rendered.warnings.is_empty(), "{:?}", rendered.warnings);
+    template::print_rendered(&rendered, false, false).into_bytes()
 }
 
 fn threads() -> usize {
@@ -114,14 +119,9 @@ fn thousand_renders_in_one_process_keep_memory_flat_and_leave_no_thread() {
     }
     let dir = tempfile::tempdir().unwrap();
     write_chart(dir.path());
-    let s = settings(dir.path());
     let before_threads = threads();
     let pool = Pool::new(4);
-    let render = || {
-        let mut out = Vec::new();
-        template::run(&s, &mut out, &mut std::io::sink()).unwrap();
-        out
-    };
+    let render = || render_once(dir.path());
     let first = pool.enter(render);
     assert!(first.len() > 10_000, "{}", first.len());
     for _ in 0..199 {

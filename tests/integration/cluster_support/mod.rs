@@ -142,7 +142,7 @@ pub fn render(name: &str, chart: &Path, ns: &str, set: &[&str], values_files: &[
     };
     let mut out = Vec::new();
     let mut log = Vec::new();
-    template::run(&settings, &mut out, &mut log).expect("render");
+    template::run(settings, &mut out, &mut log).expect("render");
     split_rendered(&String::from_utf8(out).unwrap())
 }
 
