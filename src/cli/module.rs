@@ -210,12 +210,14 @@ pub(super) fn run_options() -> RunOptions {
     run_options_with(&limits)
 }
 
-/// Options for running hooks: `ADDON_OPERATOR_TMP_DIR`, the limits, and
-/// jq filters in a worker process that is this binary.
+/// Options for running hooks: `ADDON_OPERATOR_TMP_DIR` (or
+/// `SHELL_OPERATOR_TMP_DIR`, which addon-operator falls back to), the
+/// limits, and jq filters in a worker process that is this binary.
 pub(super) fn run_options_with(limits: &HookLimits) -> RunOptions {
     let mut o = RunOptions::default();
-    if let Ok(d) = std::env::var("ADDON_OPERATOR_TMP_DIR")
-        && !d.is_empty()
+    if let Some(d) = ["ADDON_OPERATOR_TMP_DIR", "SHELL_OPERATOR_TMP_DIR"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|d| !d.is_empty()))
     {
         o.tmp_dir = PathBuf::from(d);
     }

@@ -19,9 +19,10 @@ use crate::operator::{self, Settings, Signals, Status};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Namespace of the releases and of the ConfigMap.
+    /// Namespace of the releases and of the ConfigMap (also
+    /// $SHELL_OPERATOR_NAMESPACE).
     #[arg(short = 'n', long, env = "ADDON_OPERATOR_NAMESPACE")]
-    namespace: String,
+    namespace: Option<String>,
     /// The ConfigMap with the config values.
     #[arg(
         long = "config-map",
@@ -37,20 +38,13 @@ pub struct RunArgs {
     /// $ADDON_OPERATOR_GLOBAL_HOOKS_DIR, or ./global-hooks).
     #[arg(long = "global-hooks-dir")]
     global_hooks_dir: Option<PathBuf>,
-    /// Address of the HTTP server (metrics, health).
-    #[arg(
-        long = "listen-address",
-        env = "ADDON_OPERATOR_LISTEN_ADDRESS",
-        default_value = "0.0.0.0"
-    )]
-    listen_address: String,
-    /// Port of the HTTP server.
-    #[arg(
-        long = "listen-port",
-        env = "ADDON_OPERATOR_LISTEN_PORT",
-        default_value_t = 9650
-    )]
-    listen_port: u16,
+    /// Address of the HTTP server (metrics, health; also
+    /// $SHELL_OPERATOR_LISTEN_ADDRESS) [default: 0.0.0.0].
+    #[arg(long = "listen-address", env = "ADDON_OPERATOR_LISTEN_ADDRESS")]
+    listen_address: Option<String>,
+    /// Port of the HTTP server (also $SHELL_OPERATOR_LISTEN_PORT) [default: 9650].
+    #[arg(long = "listen-port", env = "ADDON_OPERATOR_LISTEN_PORT")]
+    listen_port: Option<u16>,
     /// Log level: error, warn, info, debug, trace.
     #[arg(long = "log-level", env = "LOG_LEVEL", default_value = "info")]
     log_level: String,
@@ -126,6 +120,11 @@ fn init_logging(a: &RunArgs) -> Result<(), String> {
     r.map_err(|e| e.to_string())
 }
 
+/// A set, non-empty environment variable.
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
 fn settings(a: &RunArgs) -> Result<Settings, String> {
     let mut modules = ModulesSettings::from_env().map_err(|e| e.to_string())?;
     if let Some(d) = &a.modules_dir {
@@ -134,7 +133,13 @@ fn settings(a: &RunArgs) -> Result<Settings, String> {
     if let Some(g) = &a.global_hooks_dir {
         modules.global_hooks_dir = Some(g.clone());
     }
-    let mut s = Settings::new(&a.namespace, modules, run_options_with(&a.limits));
+    let namespace = a
+        .namespace
+        .clone()
+        .or_else(|| env("SHELL_OPERATOR_NAMESPACE"))
+        .filter(|n| !n.trim().is_empty())
+        .ok_or("ADDON_OPERATOR_NAMESPACE (--namespace) is required")?;
+    let mut s = Settings::new(&namespace, modules, run_options_with(&a.limits));
     s.config_map = a.config_map.clone();
     s.history_max = a.history_max;
     s.chart_hook_timeout = a.helm_timeout;
@@ -149,8 +154,12 @@ pub fn run_operator(a: RunArgs) -> i32 {
         let _ = writeln!(std::io::stderr(), "Error: {e}");
         1
     };
-    if a.namespace.trim().is_empty() {
-        return fail("ADDON_OPERATOR_NAMESPACE (--namespace) is required".into());
+    // addon-operator refuses to start with Helm 2's settings: they name a
+    // Tiller that neither it nor antiopa talks to.
+    if let Some((k, _)) = std::env::vars().find(|(k, _)| {
+        k == "HELM2" || k.starts_with("TILLER_") || k.starts_with("ADDON_OPERATOR_TILLER_")
+    }) {
+        return fail(format!("{k} is set: Helm 2 (Tiller) is not supported"));
     }
     if let Err(e) = init_logging(&a) {
         return fail(e);
@@ -180,7 +189,16 @@ pub fn run_operator(a: RunArgs) -> i32 {
         }),
         request_timeout: Some(Duration::from_secs(60)),
     };
-    let _ = (&a.listen_address, a.listen_port);
+    // Served from issue 30 on (metrics, health, debug API).
+    let _listen = (
+        a.listen_address
+            .clone()
+            .or_else(|| env("SHELL_OPERATOR_LISTEN_ADDRESS"))
+            .unwrap_or_else(|| "0.0.0.0".into()),
+        a.listen_port
+            .or_else(|| env("SHELL_OPERATOR_LISTEN_PORT").and_then(|p| p.parse().ok()))
+            .unwrap_or(9650),
+    );
     rt.block_on(async move {
         let cluster = match Cluster::connect(&opts).await {
             Ok(c) => c,

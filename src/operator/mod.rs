@@ -272,6 +272,11 @@ impl Operator {
                 self.take_config().await;
             }
             let now = Instant::now();
+            if self.ctx.settings.once && self.config_data.is_none() {
+                if let Some(e) = self.ctx.status().config_error.clone() {
+                    return Err(OperatorError::Failed(e));
+                }
+            }
             if self.config_data.is_some() {
                 if self.work.converge_at.is_some_and(|t| t <= now) {
                     self.converge().await;
@@ -521,6 +526,14 @@ impl Operator {
                 if changed {
                     tracing::info!("afterAll hooks changed global values: converging again");
                     self.work.converge_at = Some(Instant::now());
+                } else if !view.script_errors.is_empty() && !self.ctx.settings.once {
+                    // Their modules keep what they had; ask again later.
+                    self.work.converge_failures += 1;
+                    let delay = backoff::delay_with_jitter(self.work.converge_failures);
+                    self.work.converge_at = Some(Instant::now() + delay);
+                }
+                if self.ctx.settings.once {
+                    self.failures.extend(view.script_errors.values().cloned());
                 }
             }
             Err(e) => return self.converge_failed(format!("afterAll hooks: {e}")),
@@ -757,8 +770,15 @@ fn fingerprint(settings: &ModulesSettings) -> u64 {
         md.len().hash(h);
         md.modified().ok().hash(h);
         if md.is_dir() {
+            // Python writes byte code beside imported hook libraries: not
+            // a change of the modules.
             let mut entries: Vec<_> = std::fs::read_dir(p)
-                .map(|rd| rd.flatten().map(|e| e.path()).collect())
+                .map(|rd| {
+                    rd.flatten()
+                        .map(|e| e.path())
+                        .filter(|p| p.file_name().is_none_or(|n| n != "__pycache__"))
+                        .collect()
+                })
                 .unwrap_or_default();
             entries.sort();
             for e in entries {

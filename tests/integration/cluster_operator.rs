@@ -564,3 +564,67 @@ async fn operator_killed_mid_converge_leaves_nothing_pending_after_a_restart_aga
         op.log()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_picks_up_new_module_dirs_and_remembers_initial_values_against_fake_apiserver() {
+    let s = serve().await;
+    let kc = &s.kubeconfig;
+    let dir = tempfile::tempdir().unwrap();
+    let (modules, global) = tree(dir.path());
+    kubectl(kc, &["create", "namespace", NS]).await;
+    kubectl(kc, &["-n", NS, "create", "configmap", "addon-operator", "--from-literal=brokenEnabled=false"]).await;
+    let mut op = Operator::start(
+        kc,
+        &modules,
+        &global,
+        &dir.path().join("op.log"),
+        &["--rescan-interval", "1s"],
+    );
+    let c = cluster(kc).await;
+    eventually(Duration::from_secs(30), "alpha deployed", || async {
+        last(&c, "alpha").await.is_some()
+    })
+    .await;
+
+    // A module in the original antiopa layout appears on disk (an image
+    // update, a git-sync flip): its `initial_values` generates a password
+    // once, which the operator keeps in the ConfigMap.
+    let legacy = dir.path().join("staging/050-vault");
+    std::fs::create_dir_all(legacy.join("templates")).unwrap();
+    std::fs::create_dir_all(legacy.join("hooks/before-helm")).unwrap();
+    std::fs::write(legacy.join("Chart.yaml"), "apiVersion: v2\nname: vault\nversion: 0.1.0\n").unwrap();
+    executable(
+        &legacy.join("initial_values"),
+        "#!/bin/sh\necho \"password: generated-$$-$(date +%N)\"\n",
+    );
+    std::fs::write(
+        legacy.join("templates/secret.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: vault-password\ndata:\n  password: {{ .Values.password | quote }}\n",
+    )
+    .unwrap();
+    std::fs::rename(&legacy, modules.join("050-vault")).unwrap();
+    eventually(Duration::from_secs(15), "the new module deployed", || async {
+        last(&c, "vault").await.is_some_and(|r| r.status() == Status::Deployed)
+    })
+    .await;
+    let password = s.fake.get("v1/configmaps", Some(NS), "vault-password").unwrap()["data"]["password"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(password.starts_with("generated-"), "{password}");
+    eventually(Duration::from_secs(10), "the password remembered", || async {
+        s.fake
+            .get("v1/configmaps", Some(NS), "addon-operator")
+            .is_some_and(|cm| cm["data"]["vault-values"].as_str().is_some_and(|v| v.contains(&password)))
+    })
+    .await;
+
+    // Restarted, the operator renders the same password: nothing to write.
+    op.signal(nix::sys::signal::Signal::SIGTERM);
+    assert!(op.wait(Duration::from_secs(10)).await.expect("stopped").success());
+    let mut op = Operator::start(kc, &modules, &global, &dir.path().join("op2.log"), &["--once"]);
+    assert!(op.wait(Duration::from_secs(60)).await.expect("--once exits").success(), "{}", op.log());
+    assert_eq!(last(&c, "vault").await.unwrap().version, 1, "{}", op.log());
+    let again = s.fake.get("v1/configmaps", Some(NS), "vault-password").unwrap();
+    assert_eq!(again["data"]["password"], password.as_str());
+}

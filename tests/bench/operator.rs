@@ -1,0 +1,138 @@
+//! `cargo bench --bench operator`: `antiopa run --once` (the release binary)
+//! converging 100 generated modules (ten orders of ten modules, four objects
+//! each: ConfigMap, Secret, Service, Deployment) from an empty cluster, the
+//! fake apiserver in-process; then the same tree again, which must write
+//! nothing. Prints wall time, API requests and writes of each run and the
+//! operator's peak RSS, beside issue 27's goals (≤ 10 s on 2 cores, zero
+//! writes unchanged, ≤ 64 MiB).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use fake_apiserver::FakeApiServer;
+use nix::sys::resource::{UsageWho, getrusage};
+
+const MODULES: usize = 100;
+const NS: &str = "addons";
+
+fn generate(dir: &Path) {
+    let modules = dir.join("modules");
+    std::fs::create_dir_all(dir.join("global-hooks")).unwrap();
+    let mut enabled = String::new();
+    for i in 0..MODULES {
+        let name = format!("mod{i}");
+        let d = modules.join(format!("{:03}-{name}", 10 * (i / 10 + 1)));
+        std::fs::create_dir_all(d.join("templates")).unwrap();
+        std::fs::write(
+            d.join("Chart.yaml"),
+            format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("values.yaml"),
+            format!("{name}:\n  replicas: 1\n  greeting: hello\n"),
+        )
+        .unwrap();
+        let t = format!(
+            r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {name}
+data:
+  greeting: {{{{ .Values.{name}.greeting | quote }}}}
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {name}
+stringData:
+  token: {{{{ printf "%s-%s" .Release.Name "token" | b64enc | quote }}}}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: {name}
+spec:
+  selector:
+    app: {name}
+  ports:
+  - port: 80
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {name}
+spec:
+  replicas: {{{{ .Values.{name}.replicas }}}}
+  selector:
+    matchLabels:
+      app: {name}
+  template:
+    metadata:
+      labels:
+        app: {name}
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.27
+"#
+        );
+        std::fs::write(d.join("templates/all.yaml"), t).unwrap();
+        enabled.push_str(&format!("{name}Enabled: true\n"));
+    }
+    std::fs::write(modules.join("values.yaml"), enabled).unwrap();
+}
+
+/// Runs `antiopa run --once`; returns (seconds, peak RSS in MiB: the
+/// largest of this process's waited-for children so far, which are only
+/// these runs).
+fn converge(dir: &Path, kubeconfig: &Path) -> (f64, f64) {
+    let t = Instant::now();
+    let status = Command::new(env!("CARGO_BIN_EXE_antiopa"))
+        .args(["run", "--once", "--log-level", "warn"])
+        .env("ADDON_OPERATOR_NAMESPACE", NS)
+        .env("MODULES_DIR", dir.join("modules"))
+        .env("GLOBAL_HOOKS_DIR", dir.join("global-hooks"))
+        .env("KUBECONFIG", kubeconfig)
+        .env("KUBE_CLIENT_QPS", "0")
+        .status()
+        .unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    assert!(status.success(), "antiopa run --once failed ({status})");
+    let usage = getrusage(UsageWho::RUSAGE_CHILDREN).unwrap();
+    (secs, usage.max_rss() as f64 / 1024.0)
+}
+
+fn main() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fake = FakeApiServer::new();
+    let (addr, _task) = rt.block_on(fake.serve("127.0.0.1:0")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    fake.write_kubeconfig(addr, &kubeconfig).unwrap();
+    fake.seed(
+        "v1/namespaces",
+        serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
+    )
+    .unwrap();
+    generate(dir.path());
+
+    println!("operator: {MODULES} modules × 4 objects, `antiopa run --once`, fake apiserver");
+    fake.reset_stats();
+    let (secs, rss) = converge(dir.path(), &kubeconfig);
+    let s = fake.stats();
+    println!(
+        "  from empty:  {secs:6.2} s   {:5} requests, {:4} writes   peak RSS {rss:5.1} MiB   (goals: ≤ 10 s, ≤ 64 MiB)",
+        s.api_requests(),
+        s.create + s.update + s.patch + s.delete
+    );
+    fake.reset_stats();
+    let (secs, rss) = converge(dir.path(), &kubeconfig);
+    let s = fake.stats();
+    let writes = s.create + s.update + s.patch + s.delete;
+    println!(
+        "  unchanged:   {secs:6.2} s   {:5} requests, {writes:4} writes   peak RSS {rss:5.1} MiB   (goal: 0 writes)",
+        s.api_requests()
+    );
+}
