@@ -3,5 +3,6 @@
 //! and TOML code (Helm's error texts) print strings the way `strconv` does.
 //! It uses nothing of the crate.
 
+pub mod os;
 pub mod strconv;
 pub mod time;
