@@ -109,32 +109,26 @@ fn to_yaml_model(v: &Value, json_numbers: bool) -> Result<Yaml, MarshalError> {
                 }
                 Yaml::Map(out)
             }
-            None => match o
-                .as_any()
-                .downcast_ref::<crate::chart::render::ChartObject>()
-            {
-                Some(chart) => chart.to_yaml(),
-                // A `MarshalJSON` result (semver versions, `time.Time`): what
-                // the JSON round trip of toJson/toYaml sees; their
-                // `MarshalText`, which go-yaml v3 uses, gives the same text.
-                None => match o.json_value().or_else(|| o.underlying()) {
-                    // …or a named slice or map type (`chartutil.VersionSet`):
-                    // encoding/json sees the slice or map.
-                    Some(v) => to_yaml_model(&v, json_numbers)?,
-                    // …or a struct: its fields (the JSON round trip sorts
-                    // them, as Go's toYaml does).
-                    None => match o.json_fields() {
-                        Some(fields) => {
-                            let mut out = Mapping::new();
-                            for (k, item) in fields {
-                                out.insert(k.to_string(), to_yaml_model(&item, json_numbers)?);
-                            }
-                            Yaml::Map(out)
+            // A `MarshalJSON` result (semver versions, `time.Time`): what
+            // the JSON round trip of toJson/toYaml sees; their
+            // `MarshalText`, which go-yaml v3 uses, gives the same text.
+            None => match o.json_value().or_else(|| o.underlying()) {
+                // …or a named slice or map type (`chartutil.VersionSet`):
+                // encoding/json sees the slice or map.
+                Some(v) => to_yaml_model(&v, json_numbers)?,
+                // …or a struct (`.Chart`, `.Capabilities`): its fields (the
+                // JSON round trip sorts them, as Go's toYaml does).
+                None => match o.json_fields() {
+                    Some(fields) => {
+                        let mut out = Mapping::new();
+                        for (k, item) in fields {
+                            out.insert(k.to_string(), to_yaml_model(&item, json_numbers)?);
                         }
-                        None => {
-                            return Err(MarshalError::UnsupportedType(o.type_name().to_string()));
-                        }
-                    },
+                        Yaml::Map(out)
+                    }
+                    None => {
+                        return Err(MarshalError::UnsupportedType(o.type_name().to_string()));
+                    }
                 },
             },
         },

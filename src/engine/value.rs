@@ -384,7 +384,9 @@ pub trait Object {
     /// What Go's `encoding/json` sees for this value (`toJson`, and `toYaml`,
     /// which marshals through JSON): a struct's exported fields under their
     /// `json` tag names as a map, or a `MarshalJSON` result as a string.
-    /// `None` (the default) encodes the `%v` form as a JSON string.
+    /// `None` (the default) with no [`Object::json_fields`] or
+    /// [`Object::underlying`] either: a type encoding/json refuses
+    /// (`json: unsupported type: complex128`).
     fn json_value(&self) -> Option<Value> {
         None
     }

@@ -88,6 +88,10 @@ impl Object for GoDuration {
     fn as_any(&self) -> &dyn Any {
         self
     }
+    /// encoding/json sees the int64 of nanoseconds.
+    fn json_value(&self) -> Option<Value> {
+        Some(Value::I64(self.0))
+    }
 }
 
 /// A `*time.Location`: prints as its name (`Local`, `UTC`, `Europe/Berlin`).
@@ -107,6 +111,10 @@ impl Object for GoLocation {
     }
     fn as_any(&self) -> &dyn Any {
         self
+    }
+    /// A struct of unexported fields: encoding/json writes `{}`.
+    fn json_fields(&self) -> Option<Vec<(&'static str, Value)>> {
+        Some(Vec::new())
     }
 }
 
@@ -137,6 +145,10 @@ impl Object for NamedInt {
     }
     fn as_any(&self) -> &dyn Any {
         self
+    }
+    /// encoding/json sees the int (`time.Month` has no `MarshalJSON`).
+    fn json_value(&self) -> Option<Value> {
+        Some(Value::I64(self.value))
     }
 }
 
