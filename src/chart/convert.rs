@@ -85,6 +85,8 @@ fn to_yaml_model(v: &Value, json_numbers: bool) -> Result<Yaml, MarshalError> {
         Value::Bytes(b) => Yaml::Str(base64::engine::general_purpose::STANDARD.encode(b)),
         // Templates nest lists 10,000 deep (go-yaml's limit) and more: grow
         // the stack rather than overflow the caller's thread.
+        // A nil slice: encoding/json's `null`.
+        Value::List(l) if json_numbers && l.kind.is_nil() => Yaml::Null,
         Value::List(l) => Yaml::Seq(stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
             l.items
                 .iter()

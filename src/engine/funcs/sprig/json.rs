@@ -99,6 +99,7 @@ fn encode_inner(
             out.push_str(&base64::engine::general_purpose::STANDARD.encode(b));
             out.push('"');
         }
+        Value::List(l) if l.kind.is_nil() => out.push_str("null"),
         Value::List(l) => {
             out.push('[');
             if l.items.is_empty() {
