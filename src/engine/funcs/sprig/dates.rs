@@ -10,7 +10,9 @@ use std::any::Any;
 use std::rc::Rc;
 
 pub use gotime::{GoTime, Location};
-use gotime::{NANOS_PER_SEC, duration_round, duration_string, load_location, parse_duration};
+use gotime::{NANOS_PER_SEC, load_location};
+
+use crate::gocompat::time::{duration_round, duration_string, parse_duration};
 
 use crate::engine::funcs::{Env, FuncDef, FuncResult, Param};
 use crate::engine::value::{Member, Method, Object, Value};
