@@ -146,8 +146,8 @@ fn float_to_yaml(f: f64) -> Result<Yaml, MarshalError> {
         crate::engine::gofmt::format_float(f, 'g', -1, &mut s);
         return Err(MarshalError::UnsupportedValue(s));
     }
-    if f.fract() == 0.0 && f.abs() < 1e21 && f >= i64::MIN as f64 && f < i64::MAX as f64 {
-        return Ok(Yaml::Int(f as i64));
+    if let Some(i) = crate::gocompat::json::integral_float(f) {
+        return Ok(Yaml::Int(i));
     }
     Ok(Yaml::Float(f))
 }

@@ -46,8 +46,6 @@ mod validate;
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use serde_json::Value as Json;
-
 use self::json::J;
 use crate::chart::types::Chart;
 use crate::yaml::{Mapping, Yaml};
@@ -98,26 +96,6 @@ impl Schemas {
             }
         }
         if sb.is_empty() { Ok(()) } else { Err(sb) }
-    }
-}
-
-/// Values as the JSON Helm gives gojsonschema (through `yaml.Marshal` and
-/// `YAMLToJSON`): integral floats become JSON integers.
-pub fn to_json(y: &Yaml) -> Json {
-    match y {
-        Yaml::Null => Json::Null,
-        Yaml::Bool(b) => Json::Bool(*b),
-        Yaml::Int(i) => Json::from(*i),
-        Yaml::Float(f) => {
-            if f.is_finite() && f.fract() == 0.0 && f.abs() < 9.0e15 {
-                Json::from(*f as i64)
-            } else {
-                serde_json::Number::from_f64(*f).map_or(Json::Null, Json::Number)
-            }
-        }
-        Yaml::Str(s) => Json::String(s.clone()),
-        Yaml::Seq(items) => Json::Array(items.iter().map(to_json).collect()),
-        Yaml::Map(m) => Json::Object(m.iter().map(|(k, v)| (k.clone(), to_json(v))).collect()),
     }
 }
 
