@@ -263,23 +263,7 @@ pub fn sort_install(objs: &mut [Object]) {
 
 /// YAML (sigs.k8s.io/yaml model: numbers are float64) to JSON as Go's
 /// encoding/json prints it: integral floats as integers.
-pub fn to_json(y: &Yaml) -> Json {
-    match y {
-        Yaml::Null => Json::Null,
-        Yaml::Bool(b) => Json::Bool(*b),
-        Yaml::Int(i) => Json::from(*i),
-        Yaml::Float(f) => {
-            if f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 {
-                Json::from(*f as i64)
-            } else {
-                serde_json::Number::from_f64(*f).map_or(Json::Null, Json::Number)
-            }
-        }
-        Yaml::Str(s) => Json::String(s.clone()),
-        Yaml::Seq(v) => Json::Array(v.iter().map(to_json).collect()),
-        Yaml::Map(m) => Json::Object(m.iter().map(|(k, v)| (k.clone(), to_json(v))).collect()),
-    }
-}
+pub use crate::yaml::json::to_serde as to_json;
 
 /// JSON back to the YAML model (for printing with helm's YAML emitter).
 pub fn to_yaml(j: &Json) -> Yaml {

@@ -543,23 +543,7 @@ pub(crate) mod tests {
         serde_json::to_string(&to_json(&Yaml::Map(m.clone()))).unwrap()
     }
 
-    fn to_json(y: &Yaml) -> serde_json::Value {
-        match y {
-            Yaml::Null => serde_json::Value::Null,
-            Yaml::Bool(b) => (*b).into(),
-            Yaml::Int(i) => (*i).into(),
-            Yaml::Float(f) => {
-                if f.fract() == 0.0 {
-                    (*f as i64).into()
-                } else {
-                    (*f).into()
-                }
-            }
-            Yaml::Str(s) => s.clone().into(),
-            Yaml::Seq(v) => v.iter().map(to_json).collect(),
-            Yaml::Map(m) => m.iter().map(|(k, v)| (k.clone(), to_json(v))).collect(),
-        }
-    }
+    use crate::yaml::json::to_serde as to_json;
 
     /// Expected values from helm v3.17.3 (`{{ toJson .Values }}` of a
     /// throw-away chart in /tmp, `--set a=3 --set c.d=4 --set sub.on=7`).
@@ -670,7 +654,7 @@ mod dump {
 
     fn walk(c: &Chart, vals: &Mapping, out: &mut Vec<String>) {
         if !c.is_library() {
-            let j = crate::chart::schema::to_json(&Yaml::Map(vals.clone()));
+            let j = crate::yaml::json::to_serde(&Yaml::Map(vals.clone()));
             out.push(format!("{}/templates\t{}", c.full_path, j));
         }
         for d in &c.dependencies {

@@ -85,6 +85,8 @@ fn to_yaml_model(v: &Value, json_numbers: bool) -> Result<Yaml, MarshalError> {
         Value::Bytes(b) => Yaml::Str(base64::engine::general_purpose::STANDARD.encode(b)),
         // Templates nest lists 10,000 deep (go-yaml's limit) and more: grow
         // the stack rather than overflow the caller's thread.
+        // A nil slice: encoding/json's `null`.
+        Value::List(l) if json_numbers && l.kind.is_nil() => Yaml::Null,
         Value::List(l) => Yaml::Seq(stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
             l.items
                 .iter()
@@ -109,32 +111,26 @@ fn to_yaml_model(v: &Value, json_numbers: bool) -> Result<Yaml, MarshalError> {
                 }
                 Yaml::Map(out)
             }
-            None => match o
-                .as_any()
-                .downcast_ref::<crate::chart::render::ChartObject>()
-            {
-                Some(chart) => chart.to_yaml(),
-                // A `MarshalJSON` result (semver versions, `time.Time`): what
-                // the JSON round trip of toJson/toYaml sees; their
-                // `MarshalText`, which go-yaml v3 uses, gives the same text.
-                None => match o.json_value().or_else(|| o.underlying()) {
-                    // …or a named slice or map type (`chartutil.VersionSet`):
-                    // encoding/json sees the slice or map.
-                    Some(v) => to_yaml_model(&v, json_numbers)?,
-                    // …or a struct: its fields (the JSON round trip sorts
-                    // them, as Go's toYaml does).
-                    None => match o.json_fields() {
-                        Some(fields) => {
-                            let mut out = Mapping::new();
-                            for (k, item) in fields {
-                                out.insert(k.to_string(), to_yaml_model(&item, json_numbers)?);
-                            }
-                            Yaml::Map(out)
+            // A `MarshalJSON` result (semver versions, `time.Time`): what
+            // the JSON round trip of toJson/toYaml sees; their
+            // `MarshalText`, which go-yaml v3 uses, gives the same text.
+            None => match o.json_value().or_else(|| o.underlying()) {
+                // …or a named slice or map type (`chartutil.VersionSet`):
+                // encoding/json sees the slice or map.
+                Some(v) => to_yaml_model(&v, json_numbers)?,
+                // …or a struct (`.Chart`, `.Capabilities`): its fields (the
+                // JSON round trip sorts them, as Go's toYaml does).
+                None => match o.json_fields() {
+                    Some(fields) => {
+                        let mut out = Mapping::new();
+                        for (k, item) in fields {
+                            out.insert(k.to_string(), to_yaml_model(&item, json_numbers)?);
                         }
-                        None => {
-                            return Err(MarshalError::UnsupportedType(o.type_name().to_string()));
-                        }
-                    },
+                        Yaml::Map(out)
+                    }
+                    None => {
+                        return Err(MarshalError::UnsupportedType(o.type_name().to_string()));
+                    }
                 },
             },
         },
@@ -150,8 +146,8 @@ fn float_to_yaml(f: f64) -> Result<Yaml, MarshalError> {
         crate::engine::gofmt::format_float(f, 'g', -1, &mut s);
         return Err(MarshalError::UnsupportedValue(s));
     }
-    if f.fract() == 0.0 && f.abs() < 1e21 && f >= i64::MIN as f64 && f < i64::MAX as f64 {
-        return Ok(Yaml::Int(f as i64));
+    if let Some(i) = crate::gocompat::json::integral_float(f) {
+        return Ok(Yaml::Int(i));
     }
     Ok(Yaml::Float(f))
 }

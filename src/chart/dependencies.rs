@@ -588,7 +588,7 @@ enabled: true
             names,
             vec!["top", "top/charts/first", "top/charts/lib (library)"]
         );
-        let json = |m: &Mapping| crate::chart::schema::to_json(&Yaml::Map(m.clone())).to_string();
+        let json = |m: &Mapping| crate::yaml::json::to_serde(&Yaml::Map(m.clone())).to_string();
         assert_eq!(
             json(&vals),
             r#"{"data":{"fromParent":1},"first":{"deep":{"x":{"p":9,"true":1}},"enabled":true,"exports":{"data":{"fromParent":2,"fromSub":1}},"global":{"a":{"b":{"c":1,"d":2}},"s":"top"},"keep":1,"tbl":3},"fromParent":2,"fromSub":1,"global":{"a":{"b":{"c":1,"d":2}},"s":"top"},"imported":{"here":{"p":1,"true":1}},"lib":{"global":{"a":{"b":{"c":1,"d":2}},"s":"top"},"libval":1},"other":{"enabled":false},"second":{"enabled":false},"tags":{"t1":false}}"#

@@ -228,45 +228,14 @@ fn from_yaml_array(_: &Env, args: &[Value]) -> FuncResult {
 
 /// `toJson`: encoding/json.Marshal (HTML-escaped); "" on failure.
 fn to_json(_: &Env, args: &[Value]) -> FuncResult {
-    // encoding/json writes each invalid byte of a Go string that is not
-    // UTF-8 as `\ufffd`, which the YAML model cannot carry; the engine's
-    // encoder (the same encoding/json rules) can.
-    // A struct's fields keep their declaration order there too, which
-    // the YAML model's sorted maps would lose.
-    if let Some(v) = args.first().filter(|v| has_byte_string(v) || has_struct(v)) {
-        return Ok(Value::string(
-            crate::engine::funcs::sprig::json::to_json(v, true, "").unwrap_or_default(),
-        ));
-    }
-    let y = args.first().map(value_to_yaml).unwrap_or(Ok(Yaml::Null));
+    // Helm's toJSON is `json.Marshal` of the value itself, not of its YAML
+    // round trip (which `toYaml` takes): -0.0 stays `-0`, a struct's fields
+    // keep their declaration order, invalid bytes of a Go string become
+    // `\ufffd`, and a cycle is an error ("").
+    let v = args.first().cloned().unwrap_or(Value::Nil);
     Ok(Value::string(
-        y.ok()
-            .and_then(|y| crate::yaml::to_json(&y).ok())
-            .unwrap_or_default(),
+        crate::engine::funcs::sprig::json::to_json(&v, true, "").unwrap_or_default(),
     ))
-}
-
-fn has_struct(v: &Value) -> bool {
-    match v {
-        Value::Object(o) => o.json_fields().is_some(),
-        Value::List(l) => l.items.iter().any(has_struct),
-        Value::Map(m) => m.borrow().values().any(has_struct),
-        _ => false,
-    }
-}
-
-fn has_byte_string(v: &Value) -> bool {
-    match v {
-        Value::BStr(_) => true,
-        // Deeply nested values: grow the stack rather than overflow it.
-        Value::List(l) => stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
-            l.items.iter().any(has_byte_string)
-        }),
-        Value::Map(m) => stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
-            m.borrow().values().any(has_byte_string)
-        }),
-        _ => false,
-    }
 }
 
 /// `toToml`: BurntSushi/toml's encoder on the value itself (float64s stay

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use crate::chart::ignore::Rules;
 use crate::chart::metadata::{self, go_quote};
 use crate::chart::types::{Chart, Data, File, Warn, read_shared};
+use crate::gocompat::os::path_error;
 use crate::yaml::{Mapping, Yaml};
 
 /// Helm's `MaxDecompressedChartSize` (100 MiB).
@@ -369,7 +370,7 @@ impl Walk<'_> {
                     invalid(format!(
                         "error evaluating symlink {}: {}",
                         full.display(),
-                        go_path_error("lstat", &link_target(&full), &e)
+                        path_error("lstat", &link_target(&full), &e)
                     ))
                 })?;
                 (self.warn)(&format!(
@@ -379,7 +380,7 @@ impl Walk<'_> {
                 ));
                 Some(
                     std::fs::metadata(&resolved)
-                        .map_err(|e| invalid(go_path_error("lstat", &resolved, &e)))?,
+                        .map_err(|e| invalid(path_error("lstat", &resolved, &e)))?,
                 )
             } else {
                 None
@@ -458,7 +459,7 @@ impl Walk<'_> {
                     return Err(too_big(len).unwrap_or_else(|| {
                         invalid(format!(
                             "error reading {n}: {}",
-                            go_path_error("open", &full, &e)
+                            path_error("open", &full, &e)
                         ))
                     }));
                 }
@@ -494,24 +495,6 @@ fn surely_readable(st: &rustix::fs::Stat) -> bool {
     let euid = *EUID.get_or_init(rustix::process::geteuid);
     let mode = st.st_mode;
     euid.is_root() || (st.st_uid == euid.as_raw() && mode & 0o400 != 0) || mode & 0o044 == 0o044
-}
-
-/// Go's `*fs.PathError` text, `op path: reason`, with the reason as Go's
-/// errno table words it (glibc's text, lower-cased).
-fn go_path_error(op: &str, path: &Path, e: &std::io::Error) -> String {
-    let text = e.to_string();
-    let reason = match e.raw_os_error() {
-        Some(code) => text
-            .strip_suffix(&format!(" (os error {code})"))
-            .unwrap_or(&text),
-        None => &text,
-    };
-    let mut chars = reason.chars();
-    let reason = match chars.next() {
-        Some(c) => c.to_lowercase().chain(chars).collect(),
-        None => String::new(),
-    };
-    format!("{op} {}: {reason}", path.display())
 }
 
 /// Where the symlink at `link` points, made absolute and cleaned as

@@ -16,6 +16,7 @@ pub use types::{Chart, Data, Dependency, File, Maintainer, Metadata};
 
 // Rendering and `helm template` output (render helper).
 pub mod capabilities;
+pub mod chart_json;
 pub mod convert;
 pub mod files;
 pub mod helmfuncs;

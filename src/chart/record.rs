@@ -5,8 +5,8 @@
 use serde_json::{Map, Value as Json};
 
 use super::Chart;
-use super::schema::to_json;
 use crate::yaml::Yaml;
+use crate::yaml::json::to_serde as to_json;
 
 /// `chart.Chart` as helm's JSON, metadata and values only.
 pub fn release_json(c: &Chart) -> Json {

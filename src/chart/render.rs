@@ -25,7 +25,7 @@ use crate::engine::{
     Entries, Env, FuncMap, Key, Map, MapKind, Member, Object, ParsedFile, Templates, Value,
 };
 use crate::scan::after_last_slash;
-use crate::yaml::{Mapping, Yaml};
+use crate::yaml::Mapping;
 
 /// Helm's `chartutil.ReleaseOptions` (revision is always 1 for `template`).
 #[derive(Clone, Debug)]
@@ -1150,16 +1150,7 @@ impl ChartObject {
             "Maintainers" => Value::list(
                 m.maintainers
                     .iter()
-                    .map(|x| {
-                        let mut e = Entries::new();
-                        e.insert(Key::from("Name"), Value::str(&x.name));
-                        e.insert(Key::from("Email"), Value::str(&x.email));
-                        e.insert(Key::from("URL"), Value::str(&x.url));
-                        Value::Object(Rc::new(StructObject {
-                            type_name: "*chart.Maintainer",
-                            fields: e,
-                        }))
-                    })
+                    .map(crate::chart::chart_json::maintainer)
                     .collect(),
             ),
             "Icon" => Value::str(&m.icon),
@@ -1180,102 +1171,13 @@ impl ChartObject {
             "Dependencies" => Value::list(
                 m.dependencies
                     .iter()
-                    .map(|d| {
-                        let mut e = Entries::new();
-                        e.insert(Key::from("Name"), Value::str(&d.name));
-                        e.insert(Key::from("Version"), Value::str(&d.version));
-                        e.insert(Key::from("Repository"), Value::str(&d.repository));
-                        e.insert(Key::from("Condition"), Value::str(&d.condition));
-                        e.insert(Key::from("Tags"), str_list(&d.tags));
-                        e.insert(Key::from("Enabled"), Value::Bool(d.enabled));
-                        e.insert(
-                            Key::from("ImportValues"),
-                            Value::list(
-                                d.import_values
-                                    .iter()
-                                    .map(crate::chart::convert::yaml_to_value)
-                                    .collect(),
-                            ),
-                        );
-                        e.insert(Key::from("Alias"), Value::str(&d.alias));
-                        Value::Object(Rc::new(StructObject {
-                            type_name: "*chart.Dependency",
-                            fields: e,
-                        }))
-                    })
+                    .map(crate::chart::chart_json::dependency)
                     .collect(),
             ),
             "Type" => Value::str(&m.chart_type),
             "IsRoot" => Value::Bool(self.is_root),
             _ => return None,
         })
-    }
-
-    /// encoding/json of the struct (its `json` tags, `omitempty` ones
-    /// dropped when empty), for `toYaml .Chart` / `toJson .Chart`.
-    pub fn to_yaml(&self) -> Yaml {
-        let m = &self.meta;
-        let mut out = Mapping::new();
-        let s = |v: &str| Yaml::Str(v.to_string());
-        let list = |v: &[String]| Yaml::Seq(v.iter().map(|x| Yaml::Str(x.clone())).collect());
-        out.insert("name".into(), s(&m.name));
-        out.insert("version".into(), s(&m.version));
-        out.insert("apiVersion".into(), s(&m.api_version));
-        out.insert("IsRoot".into(), Yaml::Bool(self.is_root));
-        let opt = [
-            ("home", &m.home),
-            ("description", &m.description),
-            ("icon", &m.icon),
-            ("condition", &m.condition),
-            ("tags", &m.tags),
-            ("appVersion", &m.app_version),
-            ("kubeVersion", &m.kube_version),
-            ("type", &m.chart_type),
-        ];
-        for (k, v) in opt {
-            if !v.is_empty() {
-                out.insert(k.into(), s(v));
-            }
-        }
-        if !m.sources.is_empty() {
-            out.insert("sources".into(), list(&m.sources));
-        }
-        if !m.keywords.is_empty() {
-            out.insert("keywords".into(), list(&m.keywords));
-        }
-        if m.deprecated {
-            out.insert("deprecated".into(), Yaml::Bool(true));
-        }
-        if !m.annotations.is_empty() {
-            out.insert(
-                "annotations".into(),
-                Yaml::Map(
-                    m.annotations
-                        .iter()
-                        .map(|(k, v)| (k.clone(), s(v)))
-                        .collect(),
-                ),
-            );
-        }
-        if !m.maintainers.is_empty() {
-            let ms = m
-                .maintainers
-                .iter()
-                .map(|x| {
-                    let mut e = Mapping::new();
-                    e.insert("name".into(), s(&x.name));
-                    if !x.email.is_empty() {
-                        e.insert("email".into(), s(&x.email));
-                    }
-                    if !x.url.is_empty() {
-                        e.insert("url".into(), s(&x.url));
-                    }
-                    Yaml::Map(e)
-                })
-                .collect();
-            out.insert("maintainers".into(), Yaml::Seq(ms));
-        }
-        Yaml::Map(out)
     }
 }
 
@@ -1288,6 +1190,12 @@ impl Object for ChartObject {
     }
     fn member(&self, name: &str) -> Option<Member> {
         self.field(name).map(Member::Field)
+    }
+    fn json_fields(&self) -> Option<Vec<(&'static str, Value)>> {
+        Some(crate::chart::chart_json::chart_fields(
+            &self.meta,
+            self.is_root,
+        ))
     }
     /// Go's `%v`: `{{name home [sources] version …} true}`.
     fn fmt_v(&self, out: &mut String) {
@@ -1321,37 +1229,6 @@ impl Object for ChartObject {
         }
         out.push_str("} ");
         out.push_str(if self.is_root { "true" } else { "false" });
-        out.push('}');
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
-
-/// A Go struct pointer with plain fields (`*chart.Maintainer`,
-/// `*chart.Dependency`).
-struct StructObject {
-    type_name: &'static str,
-    fields: Entries,
-}
-
-impl Object for StructObject {
-    fn type_name(&self) -> &str {
-        self.type_name
-    }
-    fn member(&self, name: &str) -> Option<Member> {
-        self.fields.get(name).cloned().map(Member::Field)
-    }
-    fn fmt_v(&self, out: &mut String) {
-        // Go prints a pointer inside a slice as its address; `&{…}` is the
-        // closest stable rendering.
-        out.push_str("&{");
-        for (i, v) in self.fields.values().enumerate() {
-            if i > 0 {
-                out.push(' ');
-            }
-            crate::engine::gofmt::fmt_v(v, out);
-        }
         out.push('}');
     }
     fn as_any(&self) -> &dyn Any {
@@ -1474,6 +1351,7 @@ mod tests {
 mod render_tests {
     use super::*;
     use crate::chart::File;
+    use crate::yaml::Yaml;
 
     /// The scan that decides which files are added before any executes
     /// finds every way of writing a `define` or `block` action (missing

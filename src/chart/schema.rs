@@ -26,9 +26,12 @@
 //! semantics, the same for practical patterns); Go map iteration (sibling
 //! properties, definitions, the value's keys) is random in Helm, so the
 //! order of their error lines changes from run to run there, and is by key
-//! here; a remote or file `$ref` (including the draft meta-schema URLs,
-//! which gojsonschema serves from memory) is an error naming it, where
-//! gojsonschema would fetch it; a schema looping through `$ref` without
+//! here; a remote `$ref` (including the draft meta-schema URLs, which
+//! gojsonschema serves from memory) is an error naming it, where
+//! gojsonschema would fetch it; a `file:` `$ref` is read as gojsonschema
+//! reads it (`file://./s.json` relative to the working directory, Go's
+//! error texts), except that a FIFO or device is refused and a file is
+//! read up to 16 MiB; a schema looping through `$ref` without
 //! reaching into the values is an error where helm dies of a stack
 //! overflow; the format checkers approximate Go's parsers (`time.Parse`,
 //! `net/mail`, `net/url`, `net.ParseIP`).
@@ -42,8 +45,6 @@ mod validate;
 
 use std::borrow::Cow;
 use std::sync::Arc;
-
-use serde_json::Value as Json;
 
 use self::json::J;
 use crate::chart::types::Chart;
@@ -95,26 +96,6 @@ impl Schemas {
             }
         }
         if sb.is_empty() { Ok(()) } else { Err(sb) }
-    }
-}
-
-/// Values as the JSON Helm gives gojsonschema (through `yaml.Marshal` and
-/// `YAMLToJSON`): integral floats become JSON integers.
-pub fn to_json(y: &Yaml) -> Json {
-    match y {
-        Yaml::Null => Json::Null,
-        Yaml::Bool(b) => Json::Bool(*b),
-        Yaml::Int(i) => Json::from(*i),
-        Yaml::Float(f) => {
-            if f.is_finite() && f.fract() == 0.0 && f.abs() < 9.0e15 {
-                Json::from(*f as i64)
-            } else {
-                serde_json::Number::from_f64(*f).map_or(Json::Null, Json::Number)
-            }
-        }
-        Yaml::Str(s) => Json::String(s.clone()),
-        Yaml::Seq(items) => Json::Array(items.iter().map(to_json).collect()),
-        Yaml::Map(m) => Json::Object(m.iter().map(|(k, v)| (k.clone(), to_json(v))).collect()),
     }
 }
 
@@ -274,6 +255,42 @@ mod tests {
 - arr.1: Invalid type. Expected: string, given: integer
 - arr.1: Must validate all the schemas (allOf)
 "#
+        );
+    }
+
+    /// `file:` references with an absolute path (the compat cases can
+    /// only use paths relative to the working directory): the file is read,
+    /// its own relative `$ref`s resolve against its URL, and its fragment
+    /// is a pointer into it. helm v3.17.3 printed these lines for the same
+    /// files under /tmp. A device is refused (helm reads `/dev/zero` until
+    /// it is killed).
+    #[test]
+    fn file_refs_with_absolute_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display();
+        std::fs::write(
+            dir.path().join("a.json"),
+            r#"{"definitions":{"x":{"properties":{"k":{"$ref":"b.json"}}}}}"#,
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("b.json"), r#"{"type":"string"}"#).unwrap();
+        let values = crate::chart::coalesce::tests::y("a: {k: 1}\n");
+        let schema =
+            format!(r#"{{"properties":{{"a":{{"$ref":"file://{d}/a.json#/definitions/x"}}}}}}"#);
+        assert_eq!(
+            validate_against_single_schema(&values, schema.as_bytes()).unwrap_err(),
+            "- a.k: Invalid type. Expected: string, given: integer\n"
+        );
+        let schema = format!(r#"{{"$ref":"file://{d}/none.json"}}"#);
+        assert_eq!(
+            validate_against_single_schema(&values, schema.as_bytes()).unwrap_err(),
+            format!("open {d}/none.json: no such file or directory")
+        );
+        let err =
+            validate_against_single_schema(&values, br#"{"$ref":"file:///dev/zero"}"#).unwrap_err();
+        assert!(
+            err.contains("/dev/zero") && err.contains("not a regular file"),
+            "{err}"
         );
     }
 

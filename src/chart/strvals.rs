@@ -850,7 +850,7 @@ mod tests {
     use super::*;
 
     fn json(m: &Mapping) -> String {
-        serde_json::to_string(&crate::chart::schema::to_json(&Yaml::Map(m.clone()))).unwrap()
+        serde_json::to_string(&crate::yaml::json::to_serde(&Yaml::Map(m.clone()))).unwrap()
     }
 
     #[test]

@@ -60,31 +60,10 @@ pub enum ClusterError {
 )]
 pub struct RequestTimeout(pub Duration);
 
-/// A duration as Go's `time.Duration.String` prints the common cases
-/// (`1.5s`, `300ms`, `2m0s`), matching how the flag was given.
+/// A duration as Go's `time.Duration.String` prints it (`1.5s`, `300ms`,
+/// `2m0s`), as the flags are given.
 pub fn go_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1000 {
-        return format!("{ms}ms");
-    }
-    let secs = d.as_secs_f64();
-    if secs < 60.0 {
-        return format!("{}s", trim_float(secs));
-    }
-    let total = d.as_secs();
-    let (h, m) = (total / 3600, (total % 3600) / 60);
-    let s = secs - (h * 3600 + m * 60) as f64;
-    if h > 0 {
-        format!("{h}h{m}m{}s", trim_float(s))
-    } else {
-        format!("{m}m{}s", trim_float(s))
-    }
-}
-
-fn trim_float(f: f64) -> String {
-    let s = format!("{f:.3}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    s.to_string()
+    crate::gocompat::time::std_duration_string(d)
 }
 
 /// Whether an error is a request that timed out (ours, or a server's 504).

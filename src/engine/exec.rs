@@ -20,7 +20,7 @@ use super::funcs::{Env, FuncMap, Param};
 use super::gofmt;
 use super::limits::LimitHit;
 use super::parse;
-use super::value::{Key, ListKind, MapKind, Member, Value, map_changes, new_maps_from_here};
+use super::value::{Key, MapKind, Member, Value, map_changes, new_maps_from_here};
 
 /// Helm's `recursionMaxNums`.
 const INCLUDE_MAX: usize = 1000;
@@ -713,7 +713,7 @@ impl<'a, 't> State<'a, 't> {
         };
         match &val {
             Value::List(l) if !l.items.is_empty() => {
-                let iface = l.kind == ListKind::Any;
+                let iface = l.kind.is_any();
                 for (i, item) in l.items.iter().enumerate() {
                     iteration(
                         self,
@@ -1060,6 +1060,8 @@ impl<'a, 't> State<'a, 't> {
             self.at(node);
             return Err(self.err(format!("error calling {fname}: {h}")));
         }
+        let is_call = matches!(fun, Fun::Callee(Callee::Func(d)) if d.name == "call");
+        let is_method = matches!(fun, Fun::Method(..));
         let result = match fun {
             Fun::Callee(Callee::Func(d)) => (d.imp)(self.env, &argv).map_err(|m| (m, None)),
             Fun::Method(m, _) => m(&argv).map_err(|m| (m, None)),
@@ -1077,8 +1079,23 @@ impl<'a, 't> State<'a, 't> {
                     Err(self.limit(h))
                 }
             },
+            // A method given the wrong number of arguments: Go's evaluator
+            // checks that before the call, so there is no "error calling".
+            Err((msg, _)) if is_method && msg.starts_with("wrong number of args for ") => {
+                self.at(node);
+                Err(self.err(msg))
+            }
             Err((msg, inner)) => {
                 self.at(node);
+                // Go hands `call` its first argument's text, which the
+                // error names: `non-function .Values.x of type float64`.
+                let msg = match args.first() {
+                    Some(callee) if is_call => match msg.strip_prefix("non-function ") {
+                        Some(rest) => format!("non-function {callee} {rest}"),
+                        None => msg,
+                    },
+                    _ => msg,
+                };
                 let inner_fn = inner.clone();
                 let e = self.make_err(
                     format!("error calling {fname}: {msg}"),
@@ -1365,7 +1382,7 @@ impl<'a, 't> State<'a, 't> {
                 Value::Map(m) => m.kind != MapKind::Str,
                 _ => false,
             },
-            Param::List => matches!(&value.v, Value::List(l) if l.kind == ListKind::Any),
+            Param::List => matches!(&value.v, Value::List(l) if l.kind.is_any()),
         };
         if ok {
             return Ok(value.v);

@@ -755,6 +755,9 @@ fn print_arg<S: Sink + ?Sized>(a: &Value, verb: char, f: Flags, out: &mut S) {
                 out.push(']');
             }
         },
+        Value::List(l) if f.sharp_v && verb == 'v' && l.kind.is_nil() => {
+            pad(&format!("{}(nil)", a.type_name()), f, out)
+        }
         Value::List(l) => {
             if f.sharp_v && verb == 'v' {
                 let mut s = String::new();

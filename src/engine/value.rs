@@ -171,6 +171,25 @@ pub enum ListKind {
     Int,
     /// `[][]interface {}` (`chunk`)
     Lists,
+    /// `[]string(nil)`, a nil slice: what `regexFindAll` and `regexSplit`
+    /// return for no match or a count of 0. Nil slices are empty
+    /// everywhere, except that encoding/json writes them as `null` (so
+    /// `toYaml` too) and `%#v` as `[]string(nil)`.
+    NilStr,
+    /// `[]interface {}(nil)`: `rest`, `initial` of an empty list, `concat`
+    /// of nothing.
+    NilAny,
+}
+
+impl ListKind {
+    /// A nil slice ([`ListKind::NilStr`], [`ListKind::NilAny`]).
+    pub fn is_nil(self) -> bool {
+        matches!(self, ListKind::NilStr | ListKind::NilAny)
+    }
+    /// `[]interface {}`, nil or not.
+    pub fn is_any(self) -> bool {
+        matches!(self, ListKind::Any | ListKind::NilAny)
+    }
 }
 
 /// An immutable Go slice. Sprig's list functions all return new slices.
@@ -384,7 +403,9 @@ pub trait Object {
     /// What Go's `encoding/json` sees for this value (`toJson`, and `toYaml`,
     /// which marshals through JSON): a struct's exported fields under their
     /// `json` tag names as a map, or a `MarshalJSON` result as a string.
-    /// `None` (the default) encodes the `%v` form as a JSON string.
+    /// `None` (the default) with no [`Object::json_fields`] or
+    /// [`Object::underlying`] either: a type encoding/json refuses
+    /// (`json: unsupported type: complex128`).
     fn json_value(&self) -> Option<Value> {
         None
     }
@@ -455,6 +476,23 @@ impl Value {
             items,
         }))
     }
+    /// A nil `[]string` ([`ListKind::NilStr`]).
+    pub fn nil_str_list() -> Value {
+        Value::List(Rc::new(List {
+            kind: ListKind::NilStr,
+            items: Vec::new(),
+        }))
+    }
+    /// `items` as `[]interface {}`, the nil slice when there are none
+    /// (Sprig functions that `append` to a `var res []interface{}`).
+    pub fn list_or_nil(items: Vec<Value>) -> Value {
+        let kind = if items.is_empty() {
+            ListKind::NilAny
+        } else {
+            ListKind::Any
+        };
+        Value::List(Rc::new(List { kind, items }))
+    }
     pub fn map(entries: Entries) -> Value {
         Value::Map(Rc::new(Map::new(MapKind::Any, entries)))
     }
@@ -512,8 +550,8 @@ impl Value {
             Value::Str(_) | Value::BStr(_) => "string",
             Value::Bytes(_) => "[]uint8",
             Value::List(l) => match l.kind {
-                ListKind::Any => "[]interface {}",
-                ListKind::Str => "[]string",
+                ListKind::Any | ListKind::NilAny => "[]interface {}",
+                ListKind::Str | ListKind::NilStr => "[]string",
                 ListKind::Int => "[]int",
                 ListKind::Lists => "[][]interface {}",
             },

@@ -857,26 +857,5 @@ fn check_field_selector(fs: &FieldSelector) -> Result<(), String> {
 /// YAML (Helm's JSON model) to serde_json; integral floats become integers
 /// so `onStartup: 10` validates as `type: integer`.
 pub(crate) fn yaml_to_json(y: &crate::yaml::Yaml) -> Value {
-    use crate::yaml::Yaml;
-    match y {
-        Yaml::Null => Value::Null,
-        Yaml::Bool(b) => Value::Bool(*b),
-        Yaml::Int(i) => Value::from(*i),
-        Yaml::Float(f) => {
-            if f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 {
-                Value::from(*f as i64)
-            } else {
-                serde_json::Number::from_f64(*f)
-                    .map(Value::Number)
-                    .unwrap_or(Value::Null)
-            }
-        }
-        Yaml::Str(s) => Value::String(s.clone()),
-        Yaml::Seq(items) => Value::Array(items.iter().map(yaml_to_json).collect()),
-        Yaml::Map(m) => Value::Object(
-            m.iter()
-                .map(|(k, v)| (k.clone(), yaml_to_json(v)))
-                .collect(),
-        ),
-    }
+    crate::yaml::json::to_serde(y)
 }

@@ -281,57 +281,11 @@ fn parse_int(s: &str) -> Result<u32, String> {
 }
 
 /// Go's `time.ParseDuration` (used for `@every` and
-/// `settings.executionMinInterval`): `[-+]?([0-9]*(\.[0-9]*)?[a-z]+)+`,
-/// units ns, us, µs, μs, ms, s, m, h; `0` alone is allowed.
+/// `settings.executionMinInterval`), as a `Duration`: a negative interval
+/// never fires, so callers get zero for it.
 pub fn parse_go_duration(s: &str) -> Result<Duration, String> {
-    let invalid = || format!("time: invalid duration \"{s}\"");
-    let mut rest = s;
-    let neg = if let Some(r) = rest.strip_prefix('-') {
-        rest = r;
-        true
-    } else {
-        rest = rest.strip_prefix('+').unwrap_or(rest);
-        false
-    };
-    if rest == "0" {
-        return Ok(Duration::ZERO);
-    }
-    if rest.is_empty() {
-        return Err(invalid());
-    }
-    let mut total = 0f64;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let num = &rest[..num_len];
-        if num.is_empty() || num == "." {
-            return Err(invalid());
-        }
-        let value: f64 = num.parse().map_err(|_| invalid())?;
-        rest = &rest[num_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let unit = &rest[..unit_len];
-        let scale = match unit {
-            "ns" => 1e-9,
-            "us" | "µs" | "μs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            "" => return Err(format!("time: missing unit in duration \"{s}\"")),
-            _ => return Err(format!("time: unknown unit \"{unit}\" in duration \"{s}\"")),
-        };
-        total += value * scale;
-        rest = &rest[unit_len..];
-    }
-    if neg {
-        // A negative interval never fires; callers treat it as zero.
-        return Ok(Duration::ZERO);
-    }
-    Duration::try_from_secs_f64(total).map_err(|_| invalid())
+    let ns = crate::gocompat::time::parse_duration(s)?;
+    Ok(Duration::from_nanos(u64::try_from(ns).unwrap_or(0)))
 }
 
 #[cfg(test)]

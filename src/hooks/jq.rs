@@ -191,13 +191,10 @@ fn num_to_json(text: &str) -> serde_json::Value {
         return serde_json::Value::from(i);
     }
     match text.parse::<f64>() {
-        Ok(f) if f.is_finite() => {
-            if f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 {
-                serde_json::Value::from(f as i64)
-            } else {
-                serde_json::Value::from(f)
-            }
-        }
+        // gojq writes numbers as Go's encoding/json does: an integral one
+        // as digits, which read back as an integer.
+        Ok(f) if f.is_finite() => crate::gocompat::json::float_number(f)
+            .map_or(serde_json::Value::Null, serde_json::Value::Number),
         // jq prints NaN as null and ±Infinity as ±DBL_MAX.
         Ok(f) if f.is_nan() => serde_json::Value::Null,
         Ok(f) => serde_json::Value::from(if f > 0.0 { f64::MAX } else { f64::MIN }),

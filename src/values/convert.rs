@@ -9,40 +9,19 @@
 //! `isFloatInt` rule does, and `json.Marshal(3.0)` prints `3` in both.
 
 use crate::yaml::{self, Mapping, Yaml};
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 
 /// A values map (Go `utils.Values`, `map[string]interface{}`).
 pub type Values = Map<String, Value>;
 
-/// Largest integer a float64 holds exactly (2^53).
-const EXACT: f64 = 9_007_199_254_740_992.0;
-
-/// YAML → JSON.
+/// YAML → JSON (numbers by Go's rule: see [`crate::yaml::json::to_serde`]).
 pub fn to_json(v: &Yaml) -> Value {
-    match v {
-        Yaml::Null => Value::Null,
-        Yaml::Bool(b) => Value::Bool(*b),
-        Yaml::Int(i) => Value::Number((*i).into()),
-        Yaml::Float(f) => float(*f),
-        Yaml::Str(s) => Value::String(s.clone()),
-        Yaml::Seq(items) => Value::Array(items.iter().map(to_json).collect()),
-        Yaml::Map(m) => Value::Object(map_to_json(m)),
-    }
+    crate::yaml::json::to_serde(v)
 }
 
 /// A YAML mapping → a JSON object.
 pub fn map_to_json(m: &Mapping) -> Values {
     m.iter().map(|(k, v)| (k.clone(), to_json(v))).collect()
-}
-
-/// A float64 as JSON (NaN and ±Inf, which JSON cannot hold, become null;
-/// the YAML loader in JSON mode already rejects them).
-pub fn float(f: f64) -> Value {
-    if f.fract() == 0.0 && f.abs() <= EXACT {
-        Value::Number((f as i64).into())
-    } else {
-        Number::from_f64(f).map_or(Value::Null, Value::Number)
-    }
 }
 
 /// JSON → YAML: every number becomes a float64 again, as in Helm's values.

@@ -11,6 +11,28 @@ use super::num::{format_g, format_json_float};
 #[error("json: unsupported value: {0}")]
 pub struct JsonError(pub String);
 
+/// The value as a serde_json tree, numbers by Go's rule
+/// ([`crate::gocompat::json::float_number`]): integral floats below int64's
+/// limit are integers; NaN and ±Inf, which no JSON holds, are null (Helm's
+/// loaders reject them before they get here).
+pub fn to_serde(v: &Yaml) -> serde_json::Value {
+    use serde_json::Value as J;
+    match v {
+        Yaml::Null => J::Null,
+        Yaml::Bool(b) => J::Bool(*b),
+        Yaml::Int(i) => J::from(*i),
+        Yaml::Float(f) => crate::gocompat::json::float_number(*f).map_or(J::Null, J::Number),
+        Yaml::Str(s) => J::String(s.clone()),
+        // Deeply nested values: grow the stack, as the emitter does.
+        Yaml::Seq(items) => J::Array(stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || {
+            items.iter().map(to_serde).collect()
+        })),
+        Yaml::Map(m) => J::Object(stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || {
+            m.iter().map(|(k, v)| (k.clone(), to_serde(v))).collect()
+        })),
+    }
+}
+
 /// `json.Marshal(v)` as text.
 pub fn to_json(v: &Yaml) -> Result<String, JsonError> {
     let mut out = String::with_capacity(128);

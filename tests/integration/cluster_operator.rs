@@ -572,7 +572,18 @@ async fn operator_picks_up_new_module_dirs_and_remembers_initial_values_against_
     let dir = tempfile::tempdir().unwrap();
     let (modules, global) = tree(dir.path());
     kubectl(kc, &["create", "namespace", NS]).await;
-    kubectl(kc, &["-n", NS, "create", "configmap", "addon-operator", "--from-literal=brokenEnabled=false"]).await;
+    kubectl(
+        kc,
+        &[
+            "-n",
+            NS,
+            "create",
+            "configmap",
+            "addon-operator",
+            "--from-literal=brokenEnabled=false",
+        ],
+    )
+    .await;
     let mut op = Operator::start(
         kc,
         &modules,
@@ -592,7 +603,11 @@ async fn operator_picks_up_new_module_dirs_and_remembers_initial_values_against_
     let legacy = dir.path().join("staging/050-vault");
     std::fs::create_dir_all(legacy.join("templates")).unwrap();
     std::fs::create_dir_all(legacy.join("hooks/before-helm")).unwrap();
-    std::fs::write(legacy.join("Chart.yaml"), "apiVersion: v2\nname: vault\nversion: 0.1.0\n").unwrap();
+    std::fs::write(
+        legacy.join("Chart.yaml"),
+        "apiVersion: v2\nname: vault\nversion: 0.1.0\n",
+    )
+    .unwrap();
     executable(
         &legacy.join("initial_values"),
         "#!/bin/sh\necho \"password: generated-$$-$(date +%N)\"\n",
@@ -603,28 +618,66 @@ async fn operator_picks_up_new_module_dirs_and_remembers_initial_values_against_
     )
     .unwrap();
     std::fs::rename(&legacy, modules.join("050-vault")).unwrap();
-    eventually(Duration::from_secs(15), "the new module deployed", || async {
-        last(&c, "vault").await.is_some_and(|r| r.status() == Status::Deployed)
-    })
+    eventually(
+        Duration::from_secs(15),
+        "the new module deployed",
+        || async {
+            last(&c, "vault")
+                .await
+                .is_some_and(|r| r.status() == Status::Deployed)
+        },
+    )
     .await;
-    let password = s.fake.get("v1/configmaps", Some(NS), "vault-password").unwrap()["data"]["password"]
+    let password = s
+        .fake
+        .get("v1/configmaps", Some(NS), "vault-password")
+        .unwrap()["data"]["password"]
         .as_str()
         .unwrap()
         .to_string();
     assert!(password.starts_with("generated-"), "{password}");
-    eventually(Duration::from_secs(10), "the password remembered", || async {
-        s.fake
-            .get("v1/configmaps", Some(NS), "addon-operator")
-            .is_some_and(|cm| cm["data"]["vault-values"].as_str().is_some_and(|v| v.contains(&password)))
-    })
+    eventually(
+        Duration::from_secs(10),
+        "the password remembered",
+        || async {
+            s.fake
+                .get("v1/configmaps", Some(NS), "addon-operator")
+                .is_some_and(|cm| {
+                    cm["data"]["vault-values"]
+                        .as_str()
+                        .is_some_and(|v| v.contains(&password))
+                })
+        },
+    )
     .await;
 
     // Restarted, the operator renders the same password: nothing to write.
     op.signal(nix::sys::signal::Signal::SIGTERM);
-    assert!(op.wait(Duration::from_secs(10)).await.expect("stopped").success());
-    let mut op = Operator::start(kc, &modules, &global, &dir.path().join("op2.log"), &["--once"]);
-    assert!(op.wait(Duration::from_secs(60)).await.expect("--once exits").success(), "{}", op.log());
+    assert!(
+        op.wait(Duration::from_secs(10))
+            .await
+            .expect("stopped")
+            .success()
+    );
+    let mut op = Operator::start(
+        kc,
+        &modules,
+        &global,
+        &dir.path().join("op2.log"),
+        &["--once"],
+    );
+    assert!(
+        op.wait(Duration::from_secs(60))
+            .await
+            .expect("--once exits")
+            .success(),
+        "{}",
+        op.log()
+    );
     assert_eq!(last(&c, "vault").await.unwrap().version, 1, "{}", op.log());
-    let again = s.fake.get("v1/configmaps", Some(NS), "vault-password").unwrap();
+    let again = s
+        .fake
+        .get("v1/configmaps", Some(NS), "vault-password")
+        .unwrap();
     assert_eq!(again["data"]["password"], password.as_str());
 }

@@ -15,6 +15,8 @@
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
+use typed_arena::Arena;
+
 use crate::engine::funcs::sprig::regex::Regex;
 
 use super::json::{J, Keys, Obj, marshal_without_number};
@@ -420,6 +422,44 @@ struct Compiler<'a> {
     ref_pool: HashMap<String, usize>,
     /// `schemaPool`: reference → document and its draft.
     docs: HashMap<String, (&'a J<'a>, Option<Draft>)>,
+    /// The documents `file:` references loaded, and the bytes they borrow
+    /// from: they join the root document in `docs`, so they live as long
+    /// as the compilation (the compiled [`Schema`] borrows none of them).
+    files: &'a Arena<Vec<u8>>,
+    loaded: &'a Arena<J<'a>>,
+}
+
+/// The most a file a `$ref` names may hold. gojsonschema reads any size;
+/// this bounds what a chart can make a render read (a schema file of the
+/// chart itself is bounded by Helm's 5 MiB per chart file).
+const MAX_REF_FILE_SIZE: u64 = 16 * 1024 * 1024;
+
+/// The bytes of a file a `$ref` names, read as Go's `os.Open` and
+/// `io.ReadAll` would, with Go's error texts (`open ./s.json: no such
+/// file or directory`, `read ./dir: is a directory`). Only regular files
+/// and directories (whose read fails as in Go) are opened: a FIFO or device
+/// would block or never end, so it is an error naming it.
+fn read_ref_file(name: &str) -> Result<Vec<u8>, String> {
+    use crate::gocompat::os::path_error;
+    use std::io::Read;
+    let path = std::path::Path::new(name);
+    let meta = std::fs::metadata(path).map_err(|e| path_error("open", path, &e))?;
+    if !meta.is_file() && !meta.is_dir() {
+        return Err(format!(
+            "cannot read {name} for a $ref: not a regular file (antiopa opens no FIFOs or devices)"
+        ));
+    }
+    let f = std::fs::File::open(path).map_err(|e| path_error("open", path, &e))?;
+    let mut buf = Vec::new();
+    f.take(MAX_REF_FILE_SIZE + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| path_error("read", path, &e))?;
+    if buf.len() as u64 > MAX_REF_FILE_SIZE {
+        return Err(format!(
+            "cannot read {name} for a $ref: larger than antiopa's limit of {MAX_REF_FILE_SIZE} bytes"
+        ));
+    }
+    Ok(buf)
 }
 
 /// `gojsonschema.NewSchema(NewBytesLoader(..))` on a decoded document.
@@ -438,10 +478,14 @@ pub fn compile(mut doc: J<'_>, keys: Keys) -> Result<Schema, String> {
     let mut docs: HashMap<String, (&J<'_>, Option<Draft>)> =
         ids.into_iter().map(|(k, n)| (k, (n, detected))).collect();
     docs.insert(root_ref.string(), (doc, detected));
+    let files = Arena::new();
+    let loaded = Arena::new();
     let mut c = Compiler {
         subs: Vec::new(),
         ref_pool: HashMap::new(),
         docs,
+        files: &files,
+        loaded: &loaded,
     };
     let root = c.new_sub();
     c.parse_into(root, doc, detected.unwrap_or(Draft::Hybrid))?;
@@ -524,10 +568,45 @@ impl<'a> Compiler<'a> {
         if !r.is_canonical() {
             return Err(format!("Reference {key} must be canonical"));
         }
-        // gojsonschema would read the file or fetch the URL here.
-        Err(format!(
-            "cannot load the referenced schema {key}: antiopa does not read files or the network for $ref"
-        ))
+        let Some(name) = r.file_name() else {
+            // gojsonschema would fetch the URL here.
+            return Err(format!(
+                "cannot load the referenced schema {key}: antiopa does not fetch $refs from the network"
+            ));
+        };
+        self.load_file(r, &name?)
+    }
+
+    /// The rest of `GetDocument` for a file: the document read and decoded,
+    /// added to the pool (`parseReferences(doc, ref without fragment,
+    /// pooled)`: its `$ref`s made absolute against the file's URL, its
+    /// `$id`s registered), then the fragment's node. As in Go, a document
+    /// whose `$schema` is not a string, or that is not an object, is not
+    /// pooled (Go drops that error) and is read again by the next reference.
+    fn load_file(&mut self, r: &Ref, name: &str) -> Result<(&'a J<'a>, Option<Draft>), String> {
+        let bytes: &'a [u8] = self.files.alloc(read_ref_file(name)?);
+        let (mut doc, keys) = super::json::decode(bytes)?;
+        let base = r.without_fragment();
+        let draft = parse_schema_url(&doc);
+        if let Ok(draft) = draft {
+            // Go checks each `$id` against everything the pool holds.
+            let pooled: HashSet<String> = self.docs.keys().cloned().collect();
+            if keys.has_ref {
+                rewrite(&mut doc, &base, &mut pooled.clone());
+            }
+            let doc: &'a J<'a> = self.loaded.alloc(doc);
+            if keys.has_id {
+                let mut ids = Vec::new();
+                collect_ids(doc, &base, &mut pooled.clone(), &mut ids);
+                for (k, n) in ids {
+                    self.docs.insert(k, (n, draft));
+                }
+            }
+            self.docs.insert(base.string(), (doc, draft));
+            return Ok((pointer_get(doc, &r.pointer())?, draft));
+        }
+        let doc: &'a J<'a> = self.loaded.alloc(doc);
+        Ok((pointer_get(doc, &r.pointer())?, None))
     }
 
     /// `Schema.parseSchema`.

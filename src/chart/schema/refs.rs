@@ -176,6 +176,21 @@ impl Ref {
         s
     }
 
+    /// The file gojsonschema's reference loader opens for a `file:`
+    /// reference (`jsonReferenceLoader.LoadJSON`): the URL without its
+    /// fragment, `file://` cut off, then `url.QueryUnescape`d. So
+    /// `file://./s.json` (host `.`) names `./s.json` and `file://s/x.json`
+    /// (host `s`) `s/x.json`, both relative to the process's working
+    /// directory; `file:///abs/s.json` names `/abs/s.json`. `None` for
+    /// other schemes.
+    pub fn file_name(&self) -> Option<Result<String, String>> {
+        if self.scheme != "file" {
+            return None;
+        }
+        let s = self.without_fragment().string();
+        Some(query_unescape(s.strip_prefix("file://").unwrap_or(&s)))
+    }
+
     /// The same reference without its fragment.
     pub fn without_fragment(&self) -> Ref {
         Ref {
@@ -234,6 +249,43 @@ impl Ref {
         u.path = resolve_path(&self.path, &child.path);
         Ref::parse(&u.string())
     }
+}
+
+/// `url.QueryUnescape`: `%XX` decoded and `+` made a space; a bad escape
+/// is Go's `EscapeError`.
+fn query_unescape(s: &str) -> Result<String, String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => match (
+                b.get(i + 1).copied().and_then(unhex),
+                b.get(i + 2).copied().and_then(unhex),
+            ) {
+                (Some(h), Some(l)) => {
+                    out.push(h * 16 + l);
+                    i += 3;
+                }
+                _ => {
+                    let bad = String::from_utf8_lossy(&b[i..(i + 3).min(b.len())]);
+                    return Err(format!(
+                        "invalid URL escape {}",
+                        crate::gocompat::strconv::quote(&bad)
+                    ));
+                }
+            },
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 /// `net/url.resolvePath`: merge and remove dot segments; non-empty results

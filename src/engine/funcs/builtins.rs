@@ -392,7 +392,8 @@ fn urlquery(_: &Env, a: &[Value]) -> FuncResult {
 }
 
 fn call(_: &Env, a: &[Value]) -> FuncResult {
-    // Template data never holds Go funcs here.
+    // Template data never holds Go funcs here. The evaluator puts the
+    // callee's text after "non-function".
     match &a[0] {
         Value::Nil => Err("call of nil".into()),
         other => Err(format!("non-function of type {}", other.type_name())),

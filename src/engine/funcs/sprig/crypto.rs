@@ -53,6 +53,12 @@ impl Object for Certificate {
     fn as_any(&self) -> &dyn Any {
         self
     }
+    fn json_fields(&self) -> Option<Vec<(&'static str, Value)>> {
+        Some(vec![
+            ("Cert", Value::str(&self.cert)),
+            ("Key", Value::str(&self.key)),
+        ])
+    }
 }
 
 fn str_arg(v: &Value) -> &str {

@@ -10,7 +10,9 @@ use std::any::Any;
 use std::rc::Rc;
 
 pub use gotime::{GoTime, Location};
-use gotime::{NANOS_PER_SEC, duration_round, duration_string, load_location, parse_duration};
+use gotime::{NANOS_PER_SEC, load_location};
+
+use crate::gocompat::time::{duration_round, duration_string, parse_duration};
 
 use crate::engine::funcs::{Env, FuncDef, FuncResult, Param};
 use crate::engine::value::{Member, Method, Object, Value};
@@ -88,6 +90,10 @@ impl Object for GoDuration {
     fn as_any(&self) -> &dyn Any {
         self
     }
+    /// encoding/json sees the int64 of nanoseconds.
+    fn json_value(&self) -> Option<Value> {
+        Some(Value::I64(self.0))
+    }
 }
 
 /// A `*time.Location`: prints as its name (`Local`, `UTC`, `Europe/Berlin`).
@@ -107,6 +113,10 @@ impl Object for GoLocation {
     }
     fn as_any(&self) -> &dyn Any {
         self
+    }
+    /// A struct of unexported fields: encoding/json writes `{}`.
+    fn json_fields(&self) -> Option<Vec<(&'static str, Value)>> {
+        Some(Vec::new())
     }
 }
 
@@ -137,6 +147,10 @@ impl Object for NamedInt {
     }
     fn as_any(&self) -> &dyn Any {
         self
+    }
+    /// encoding/json sees the int (`time.Month` has no `MarshalJSON`).
+    fn json_value(&self) -> Option<Value> {
+        Some(Value::I64(self.value))
     }
 }
 

@@ -10,7 +10,7 @@
 
 use std::rc::Rc;
 
-use crate::engine::gofmt::{fmt_v, format_float};
+use crate::engine::gofmt::format_float;
 use crate::engine::value::{Entries, Value};
 
 /// Encode `v` as Go's `json.Marshal` does (`escape_html` = true), as an
@@ -59,7 +59,10 @@ fn encode(
         ));
     }
     ancestors.push(p);
-    let r = encode_inner(v, html, indent, depth, ancestors, out);
+    // Values nested thousands deep: grow the stack rather than overflow it.
+    let r = stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
+        encode_inner(v, html, indent, depth, ancestors, out)
+    });
     ancestors.pop();
     r
 }
@@ -96,6 +99,7 @@ fn encode_inner(
             out.push_str(&base64::engine::general_purpose::STANDARD.encode(b));
             out.push('"');
         }
+        Value::List(l) if l.kind.is_nil() => out.push_str("null"),
         Value::List(l) => {
             out.push('[');
             if l.items.is_empty() {
@@ -136,11 +140,8 @@ fn encode_inner(
                 let u = o.underlying().unwrap_or(Value::Nil);
                 encode(&u, html, indent, depth, ancestors, out)?
             }
-            None => {
-                let mut s = String::new();
-                fmt_v(v, &mut s);
-                encode_string(&s, html, out);
-            }
+            // What encoding/json cannot encode (`complex128`).
+            None => return Err(format!("json: unsupported type: {}", o.type_name())),
         },
     }
     Ok(())

@@ -81,12 +81,19 @@ fn last(_: &Env, a: &[Value]) -> FuncResult {
 
 fn rest(_: &Env, a: &[Value]) -> FuncResult {
     let items = items_of(&arg(a, 0), "Cannot find rest on type")?;
-    // An empty input gives a nil []interface{}, which prints as [].
+    // An empty input gives a nil []interface{}: [] printed, null as JSON.
+    if items.is_empty() {
+        return Ok(Value::list_or_nil(items));
+    }
     Ok(Value::list(items.into_iter().skip(1).collect()))
 }
 
 fn initial(_: &Env, a: &[Value]) -> FuncResult {
     let mut items = items_of(&arg(a, 0), "Cannot find initial on type")?;
+    // As `rest`: a nil []interface{} for an empty input only.
+    if items.is_empty() {
+        return Ok(Value::list_or_nil(items));
+    }
     items.pop();
     Ok(Value::list(items))
 }
@@ -182,7 +189,8 @@ fn concat(_: &Env, a: &[Value]) -> FuncResult {
         }
         res.extend(slice_items(l));
     }
-    Ok(Value::list(res))
+    // Sprig appends to a nil `[]interface{}`.
+    Ok(Value::list_or_nil(res))
 }
 
 fn chunk(_: &Env, a: &[Value]) -> FuncResult {

@@ -90,20 +90,22 @@ pub const FUNCS: &[FuncDef] = &[
         .map(Value::string)
     }),
     def("regexSplit", &[Str, Str, Int], |_, a| {
-        Ok(string_list(split(
+        Ok(split(
             &*must_compile(arg_str(a, 0))?,
             arg_str(a, 0),
             arg_str(a, 1),
             arg_int(a, 2),
-        )))
+        )
+        .map_or_else(Value::nil_str_list, string_list))
     }),
     def("mustRegexSplit", &[Str, Str, Int], |_, a| {
-        Ok(string_list(split(
+        Ok(split(
             &*compile(arg_str(a, 0))?,
             arg_str(a, 0),
             arg_str(a, 1),
             arg_int(a, 2),
-        )))
+        )
+        .map_or_else(Value::nil_str_list, string_list))
     }),
     def("regexQuoteMeta", &[Str], |_, a| {
         Ok(Value::string(quote_meta(arg_str(a, 0))))
@@ -736,13 +738,17 @@ fn all_matches(re: &Regex, s: &str, n: i64) -> Vec<(usize, usize)> {
 fn find_all(re: &Regex, a: &[Value]) -> FuncResult {
     let s = arg_str(a, 1);
     let n = arg_int(a, 2);
-    if n == 0 {
-        return Ok(string_list(Vec::new()));
+    let matches = if n == 0 {
+        Vec::new()
+    } else {
+        all_matches(re, s, n)
+    };
+    // Go's FindAllString returns a nil slice when nothing matches.
+    if matches.is_empty() {
+        return Ok(Value::nil_str_list());
     }
     Ok(string_list(
-        all_matches(re, s, n)
-            .into_iter()
-            .map(|(b, e)| s[b..e].to_string()),
+        matches.into_iter().map(|(b, e)| s[b..e].to_string()),
     ))
 }
 
@@ -751,12 +757,13 @@ fn find(re: &Regex, s: &str) -> FuncResult {
 }
 
 /// Go's `Regexp.Split`.
-fn split(re: &Regex, expr: &str, s: &str, n: i64) -> Vec<String> {
+/// `None` for the nil slice Go returns for a count of 0.
+fn split(re: &Regex, expr: &str, s: &str, n: i64) -> Option<Vec<String>> {
     if n == 0 {
-        return Vec::new();
+        return None;
     }
     if !expr.is_empty() && s.is_empty() {
-        return vec![String::new()];
+        return Some(vec![String::new()]);
     }
     let matches = all_matches(re, s, n);
     let mut out = Vec::new();
@@ -774,7 +781,7 @@ fn split(re: &Regex, expr: &str, s: &str, n: i64) -> Vec<String> {
     if end != s.len() {
         out.push(s[beg..].to_string());
     }
-    out
+    Some(out)
 }
 
 /// Go's `Regexp.ReplaceAllString` (`expand`) / `ReplaceAllLiteralString`.

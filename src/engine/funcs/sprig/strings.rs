@@ -147,7 +147,11 @@ pub const FUNCS: &[FuncDef] = &[
     }),
     def("splitn", &[RawStr, Int, RawStr], splitn),
     def("toStrings", &[Any], |_, a| {
-        Ok(string_list(strslice(&arg(a, 0))))
+        let v = arg(a, 0);
+        if is_nil_str_list(&v) {
+            return Ok(v);
+        }
+        Ok(string_list(strslice(&v)))
     }),
     def("join", &[RawStr, Any], join),
     def("sortAlpha", &[Any], sort_alpha),
@@ -758,8 +762,16 @@ pub fn strslice(v: &Value) -> Vec<String> {
     }
 }
 
+/// A nil `[]string`, which Sprig's `strslice` passes through as it is.
+fn is_nil_str_list(v: &Value) -> bool {
+    matches!(v, Value::List(l) if l.kind == crate::engine::ListKind::NilStr)
+}
+
 fn sort_alpha(_: &Env, a: &[Value]) -> FuncResult {
     let v = arg(a, 0);
+    if is_nil_str_list(&v) {
+        return Ok(v);
+    }
     let mut items = if super::conv::is_slice(&v) {
         strslice(&v)
     } else {
