@@ -194,10 +194,6 @@ pub fn run_module(
     })
 }
 
-/// `helm template <module> <dir> --namespace NS --values <values>`, with
-/// the values handed over in memory. A module without `Chart.yaml` gets
-/// the one addon-operator writes for it (`HelmModule.createChartYaml`), in
-
 /// Loads module `m`'s chart; a module without `Chart.yaml` gets the one
 /// addon-operator writes for it (`name: <module>`, `version: 0.2.0`;
 /// `HelmModule.createChartYaml`).
@@ -214,7 +210,9 @@ pub fn load_chart(m: &Module, warn: &mut dyn FnMut(&str)) -> Result<LoadedChart,
     })
 }
 
-/// memory too. Warnings go to `on_stderr`, each headed by the module name.
+/// `helm template <module> <dir> --namespace NS --values <values>`, with
+/// the values handed over in memory and the chart loaded by [`load_chart`].
+/// Warnings go to `on_stderr`, each headed by the module name.
 pub fn render_chart(
     m: &Module,
     values: &Values,

@@ -272,10 +272,11 @@ impl Operator {
                 self.take_config().await;
             }
             let now = Instant::now();
-            if self.ctx.settings.once && self.config_data.is_none() {
-                if let Some(e) = self.ctx.status().config_error.clone() {
-                    return Err(OperatorError::Failed(e));
-                }
+            if self.ctx.settings.once
+                && self.config_data.is_none()
+                && let Some(e) = self.ctx.status().config_error.clone()
+            {
+                return Err(OperatorError::Failed(e));
             }
             if self.config_data.is_some() {
                 if self.work.converge_at.is_some_and(|t| t <= now) {
