@@ -163,6 +163,16 @@ impl Ctx {
     }
 }
 
+/// An error text on one log line: Go-style multi-errors ("1 error
+/// occurred:\n\t* …") keep their parts, joined.
+fn one_line(text: &str) -> String {
+    text.lines()
+        .map(|l| l.trim().trim_start_matches("* "))
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Hook and script output, as addon-operator logs it.
 fn hook_log(line: &str) {
     tracing::info!(target: "antiopa::hook", "{line}");
@@ -350,12 +360,19 @@ impl Operator {
                 let first = self.config_data.is_none();
                 tracing::error!(
                     configmap = %self.ctx.settings.config_map,
-                    "config refused, {}: {e}",
-                    if first { "nothing converges until it is fixed" } else { "keeping the last good config" }
+                    "config refused, {}: {}",
+                    if first { "nothing converges until it is fixed" } else { "keeping the last good config" },
+                    one_line(&e.to_string())
                 );
                 let mut st = self.ctx.status();
                 st.config_errors += 1;
                 st.config_error = Some(e.to_string());
+                // A section that fails its module's schema shows on the module too.
+                if let ModuleError::Values { module, .. } = &e
+                    && let Some(m) = st.modules.get_mut(module)
+                {
+                    m.last_error = Some(format!("config refused: {e}"));
+                }
                 return;
             }
         };
@@ -546,7 +563,8 @@ impl Operator {
         self.work.converge_failures += 1;
         let delay = backoff::delay_with_jitter(self.work.converge_failures);
         tracing::error!(
-            "converge failed: {why}; retrying in {:.1}s",
+            "converge failed: {}; retrying in {:.1}s",
+            one_line(&why),
             delay.as_secs_f64()
         );
         self.ctx.status().global_error = Some(why.clone());
@@ -637,7 +655,8 @@ impl Operator {
                 tracing::error!(
                     module = %name,
                     attempt = failures,
-                    "module run failed: {e}; retrying in {:.1}s",
+                    "module run failed: {}; retrying in {:.1}s",
+                    one_line(&e),
                     delay.as_secs_f64()
                 );
                 self.ctx.module_status(name, |m| {
@@ -794,4 +813,30 @@ fn fingerprint(settings: &ModulesSettings) -> u64 {
         walk(g, &mut h, 0);
     }
     h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn multi_errors_log_on_one_line() {
+        assert_eq!(
+            one_line(
+                "module 'alpha': validate config values: 1 error occurred:\n\t* alphaConfig.greeting must be of type string: \"number\"\n\n"
+            ),
+            "module 'alpha': validate config values: 1 error occurred: alphaConfig.greeting must be of type string: \"number\""
+        );
+    }
+
+    #[test]
+    fn the_earliest_work_wakes_the_loop() {
+        let now = Instant::now();
+        let mut w = Work::default();
+        assert!(w.is_empty() && w.next_due().is_none());
+        w.modules.insert("a".into(), now + Duration::from_secs(9));
+        w.modules.insert("b".into(), now + Duration::from_secs(3));
+        w.converge_at = Some(now + Duration::from_secs(5));
+        assert_eq!(w.next_due(), Some(now + Duration::from_secs(3)));
+    }
 }

@@ -59,6 +59,13 @@ fn tree(dir: &Path) -> (PathBuf, PathBuf) {
         )
         .unwrap();
     }
+    // alpha's config section must hold a string greeting.
+    std::fs::create_dir_all(modules.join("010-alpha/openapi")).unwrap();
+    std::fs::write(
+        modules.join("010-alpha/openapi/config-values.yaml"),
+        "type: object\nproperties:\n  greeting:\n    type: string\n",
+    )
+    .unwrap();
     executable(
         &modules.join("040-off/enabled"),
         "#!/bin/sh\necho false > \"$MODULE_ENABLED_RESULT\"\n",
@@ -277,7 +284,14 @@ async fn operator_converges_isolates_a_failing_module_and_follows_its_configmap_
     .await;
     let log = op.log();
     assert!(log.contains("broken on purpose"), "{log}");
-    assert!(log.contains("retrying in 5."), "{log}");
+    // The first retry waits 5 s plus up to 1 s of jitter.
+    let first: f64 = log
+        .split("retrying in ")
+        .nth(1)
+        .and_then(|t| t.split('s').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no retry delay logged:\n{log}"));
+    assert!((5.0..=6.0).contains(&first), "{first}\n{log}");
 
     // Idle: nothing written for 10 s (the failing module's retries read only).
     s.fake.reset_stats();
@@ -319,11 +333,12 @@ async fn operator_converges_isolates_a_failing_module_and_follows_its_configmap_
         .unwrap();
     assert_eq!(alpha["data"]["greeting"], "changed");
 
-    // A bad edit (YAML that does not parse, then a bad *Enabled value):
-    // refused, nothing changes, the operator stays up.
+    // A bad edit (YAML that does not parse, a schema violation, a bad
+    // *Enabled value): refused, nothing changes, the operator stays up.
     s.fake.reset_stats();
     for bad in [
         r#"{"data":{"alpha":"greeting: [unclosed"}}"#,
+        r#"{"data":{"alpha":"greeting: 5"}}"#,
         r#"{"data":{"alpha":"greeting: changed","gammaEnabled":"maybe"}}"#,
     ] {
         kubectl(
@@ -349,12 +364,18 @@ async fn operator_converges_isolates_a_failing_module_and_follows_its_configmap_
     );
     assert!(log.contains("bad yaml at key 'alpha'"), "{log}");
     assert!(log.contains("gammaEnabled"), "{log}");
+    assert_eq!(log.matches("config refused").count(), 3, "{log}");
+    let schema = log
+        .lines()
+        .find(|l| l.contains("config refused") && l.contains("greeting") && !l.contains("unclosed"))
+        .unwrap_or_else(|| panic!("no schema refusal naming the field:\n{log}"));
+    assert!(schema.contains("alpha"), "{schema}");
     assert!(
         op.child.try_wait().unwrap().is_none(),
         "the operator stopped"
     );
     // Only the ConfigMap patches themselves were writes.
-    assert_eq!(writes(&s.fake.stats()), 2, "{:?}", s.fake.stats());
+    assert_eq!(writes(&s.fake.stats()), 3, "{:?}", s.fake.stats());
 
     // gammaEnabled: "false" → gamma uninstalled; alpha and beta read
     // global.enabledModules, so they render anew.
