@@ -311,6 +311,19 @@ async fn read_logged(
 
 /// The release hooks as helm records them (`helm.sh/hook`, weight, delete
 /// policies), not run yet.
+/// helm's hook events (`release.HookEvent`).
+const HOOK_EVENTS: [&str; 9] = [
+    "pre-install",
+    "post-install",
+    "pre-delete",
+    "post-delete",
+    "pre-upgrade",
+    "post-upgrade",
+    "pre-rollback",
+    "post-rollback",
+    "test",
+];
+
 fn hook_records(r: &Rendered) -> Vec<Hook> {
     let mut out = Vec::new();
     for d in &r.hooks {
@@ -318,26 +331,37 @@ fn hook_records(r: &Rendered) -> Vec<Hook> {
             continue;
         };
         for o in objs {
+            // helm's `operateAnnotationValues`: split, trimmed, lowercased,
+            // empty parts kept (`a,,b` records an empty policy too).
             let list = |k: &str| -> Vec<String> {
                 o.annotation(k)
-                    .map(|v| {
-                        v.split(',')
-                            .map(|s| s.trim().to_lowercase())
-                            .filter(|s| !s.is_empty())
-                            .collect()
-                    })
+                    .map(|v| v.split(',').map(|s| s.trim().to_lowercase()).collect())
                     .unwrap_or_default()
             };
+            // Unknown events are dropped one by one (`events[hookType]`);
+            // `test-success` is the old name of `test`.
+            let events: Vec<String> = list("helm.sh/hook")
+                .into_iter()
+                .map(|e| {
+                    if e == "test-success" {
+                        "test".into()
+                    } else {
+                        e
+                    }
+                })
+                .filter(|e| HOOK_EVENTS.contains(&e.as_str()))
+                .collect();
             out.push(Hook {
                 name: o.name.clone(),
                 kind: o.kind.clone(),
                 path: d.source.clone(),
                 manifest: d.content.clone(),
-                events: list("helm.sh/hook"),
+                events,
                 last_run: codec::HookExecution::default(),
+                // `strconv.Atoi`, untrimmed: " 5" is not a number, so 0.
                 weight: o
                     .annotation("helm.sh/hook-weight")
-                    .and_then(|w| w.trim().parse().ok())
+                    .and_then(|w| w.parse().ok())
                     .unwrap_or(0),
                 delete_policies: list("helm.sh/hook-delete-policy"),
                 output_log_policies: list("helm.sh/hook-output-log-policy"),
@@ -885,6 +909,20 @@ pub async fn read_history(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hook_records_read_annotations_as_helm_does() {
+        let r = apply::split_rendered(
+            "---\n# Source: c/templates/h.yaml\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: h\n  annotations:\n    helm.sh/hook: Pre-Install, bogus,post-install\n    helm.sh/hook-weight: \" 5\"\n    helm.sh/hook-delete-policy: hook-succeeded,,Before-Hook-Creation\n",
+        );
+        let h = &hook_records(&r)[0];
+        assert_eq!(h.events, ["pre-install", "post-install"]);
+        assert_eq!(h.weight, 0);
+        assert_eq!(
+            h.delete_policies,
+            ["hook-succeeded", "", "before-hook-creation"]
+        );
+    }
 
     #[test]
     fn checksum_changes_with_any_part() {
