@@ -91,7 +91,7 @@ impl Schedules {
     pub fn take_due(&mut self, now: DateTime<Utc>) -> Vec<Firing> {
         let mut out: Vec<Firing> = Vec::new();
         for e in &mut self.entries {
-            if !e.next.is_some_and(|t| t <= now) {
+            if e.next.is_none_or(|t| t > now) {
                 continue;
             }
             e.next = e.binding.binding.crontab.next_after(now);
