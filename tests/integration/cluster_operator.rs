@@ -705,7 +705,7 @@ fn bindings_tree(dir: &Path) -> (PathBuf, PathBuf) {
         std::fs::write(
             d.join("templates/cm.yaml"),
             format!(
-                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}-config\ndata:\n  count: {{{{ .Values.{name}.count | quote }}}}\n"
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}-config\ndata:\n  count: {{{{ .Values.{name}.count | quote }}}}\n  scheduled: {{{{ .Values.global.scheduled | default false | quote }}}}\n"
             ),
         )
         .unwrap();
@@ -746,6 +746,13 @@ cat > "$KUBERNETES_PATCH_PATH" <<'OPS'
 OPS
 "#
         ),
+    );
+    executable(
+        &global.join("later.sh"),
+        r#"#!/bin/sh
+if [ "$1" = "--config" ]; then echo '{"configVersion":"v1","schedule":[{"name":"soon","crontab":"@every 2s","allowFailure":true}]}'; exit 0; fi
+echo '[{"op":"add","path":"/global/scheduled","value":true}]' > "$VALUES_JSON_PATCH_PATH"
+"#,
     );
     (modules, global)
 }
@@ -830,4 +837,43 @@ async fn operator_runs_schedule_bindings_and_executes_hook_kubernetes_operations
         serde_json::json!([{"binding": "every-second", "type": "Schedule"}])
     );
     assert!(!op.log().contains("schedule run failed"), "{}", op.log());
+
+    // A global hook's schedule changed global values: every module
+    // converges again and renders them.
+    eventually(
+        Duration::from_secs(10),
+        "the global schedule's values rendered",
+        || async {
+            s.fake
+                .get("v1/configmaps", Some(NS), "patcher-config")
+                .is_some_and(|cm| cm["data"]["scheduled"] == "true")
+        },
+    )
+    .await;
+
+    // counter disabled: uninstalled, and its schedule stops.
+    kubectl(
+        kc,
+        &[
+            "-n",
+            NS,
+            "patch",
+            "configmap",
+            "addon-operator",
+            "--type=merge",
+            "-p",
+            r#"{"data":{"counterEnabled":"false"}}"#,
+        ],
+    )
+    .await;
+    eventually(Duration::from_secs(10), "counter uninstalled", || async {
+        s.fake
+            .get("v1/configmaps", Some(NS), "counter-config")
+            .is_none()
+    })
+    .await;
+    let ticks = || std::fs::read_to_string(dir.path().join("ticks")).unwrap();
+    let stopped = ticks();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(ticks(), stopped, "{}", op.log());
 }
