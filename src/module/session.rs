@@ -21,7 +21,10 @@
 //! `initial_values`) is [`Session::remembered_config`].
 //!
 //! Offline, kubernetes bindings see the snapshots of `--snapshots`
-//! ([`SnapshotInput`]), else empty ones. Schedules do not run.
+//! ([`SnapshotInput`]), else empty ones. Schedules do not run offline; the
+//! operator runs them through [`Session::schedule_bindings`] and
+//! [`Session::run_schedule`], and executes the kubernetes operations hooks
+//! write ([`Session::take_kube_operations`]).
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -36,6 +39,7 @@ use super::discovery::{Module, ModulesSettings, ModulesTree, discover};
 use super::enabled::{
     EnabledInputs, EnabledState, dynamic_enabled, run_enabled_script, state_before_script,
 };
+use crate::hooks::config::ScheduleBinding;
 use crate::hooks::context::{
     KubeEvent, combine_contexts, snapshots_from_objects, snapshots_from_recorded,
 };
@@ -43,6 +47,7 @@ use crate::hooks::discovery::{
     discover_global_hooks, discover_legacy_hooks, discover_module_hooks,
 };
 use crate::hooks::exec::{OutputLimits, RunOptions, fmt_bytes, fmt_count, run_process};
+use crate::hooks::output::KubeOperation;
 use crate::hooks::{
     BindingContext, BindingType, Hook, HookScope, JqRunner, LegacyStage, RunInput, Snapshots,
     sort_by_binding,
@@ -163,6 +168,30 @@ pub struct Session {
     /// What each original-layout module's `initial_values` printed, run
     /// once per session (`None`: no script or no output).
     initial_values: RefCell<BTreeMap<String, Option<Values>>>,
+    /// `KUBERNETES_PATCH_PATH` operations hooks wrote, in run order, not
+    /// yet taken ([`Session::take_kube_operations`]).
+    kube_operations: Vec<HookOperations>,
+}
+
+/// The kubernetes operations one hook run asked for
+/// (`KUBERNETES_PATCH_PATH`), for the operator to execute.
+#[derive(Clone, Debug)]
+pub struct HookOperations {
+    /// Who asked, for messages: `hook 'NAME'` or `module 'M': hook 'NAME'`.
+    pub hook: String,
+    pub operations: Vec<KubeOperation>,
+}
+
+/// One schedule binding of a loaded hook ([`Session::schedule_bindings`]).
+#[derive(Clone, Debug)]
+pub struct ScheduleBindingRef {
+    /// The module whose hook it is; `None`: a global hook.
+    pub module: Option<String>,
+    /// The hook's name.
+    pub hook: String,
+    /// Its index in the hook's `schedule` list.
+    pub index: usize,
+    pub binding: ScheduleBinding,
 }
 
 fn hook_err(e: impl std::fmt::Display) -> ModuleError {
@@ -218,6 +247,7 @@ impl Session {
             module_hooks: BTreeMap::new(),
             started_modules: BTreeSet::new(),
             initial_values: RefCell::new(BTreeMap::new()),
+            kube_operations: Vec::new(),
         })
     }
 
@@ -355,6 +385,12 @@ impl Session {
             };
             let out = hook.run(&input, &self.run, on_stderr).map_err(hook_err)?;
             forward_stdout(hook, &out.stdout, on_stderr);
+            if !out.kubernetes_operations.is_empty() {
+                self.kube_operations.push(HookOperations {
+                    hook: format!("hook '{}'", hook.name),
+                    operations: out.kubernetes_operations.clone(),
+                });
+            }
             let wrap = |e: crate::values::ValuesError| {
                 ModuleError::Hook(format!(
                     "hook '{}' (binding {}): {e}",
@@ -914,6 +950,12 @@ impl Session {
             };
             let out = hook.run(&input, &self.run, on_stderr).map_err(&herr)?;
             forward_stdout(hook, &out.stdout, on_stderr);
+            if !out.kubernetes_operations.is_empty() {
+                self.kube_operations.push(HookOperations {
+                    hook: format!("module '{name}': hook '{}'", hook.name),
+                    operations: out.kubernetes_operations.clone(),
+                });
+            }
             if m.legacy {
                 if binding == BindingType::BeforeHelm
                     && let Some(Value::Object(ret)) = out.return_values
@@ -942,6 +984,138 @@ impl Session {
             }
         }
         Ok(())
+    }
+
+    /// Takes the kubernetes operations (`KUBERNETES_PATCH_PATH`) the hooks
+    /// run since the last call wrote, in run order: the operator executes
+    /// them against the cluster.
+    pub fn take_kube_operations(&mut self) -> Vec<HookOperations> {
+        std::mem::take(&mut self.kube_operations)
+    }
+
+    /// The `schedule` bindings of the global hooks and of the hooks of
+    /// `modules` (loading hooks not loaded yet), in hook order.
+    pub fn schedule_bindings(
+        &mut self,
+        modules: &[String],
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<Vec<ScheduleBindingRef>, ModuleError> {
+        self.load_global_hooks(on_stderr)?;
+        let mut out = Vec::new();
+        let mut add = |module: Option<&String>, hooks: &[Hook]| {
+            for h in hooks {
+                for (index, b) in h.config.schedules.iter().enumerate() {
+                    out.push(ScheduleBindingRef {
+                        module: module.cloned(),
+                        hook: h.name.clone(),
+                        index,
+                        binding: b.clone(),
+                    });
+                }
+            }
+        };
+        add(None, &self.global_hooks);
+        for name in modules {
+            let m = self.module(name)?.clone();
+            let hooks = self.module_hooks(&m, on_stderr)?;
+            add(Some(name), &hooks);
+        }
+        Ok(out)
+    }
+
+    /// Runs the `schedule` bindings `indexes` of one hook (of module
+    /// `module`, or a global hook) as one run: a `Schedule` context per
+    /// binding with the snapshots its `includeSnapshotsFrom`/`group` asks
+    /// for, combined as addon-operator's queue compacts them. Returns
+    /// whether the run changed values (see
+    /// [`Session::run_global_hook_by_name`],
+    /// [`Session::run_module_hook_by_name`]).
+    pub fn run_schedule(
+        &mut self,
+        module: Option<&str>,
+        hook: &str,
+        indexes: &[usize],
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<bool, ModuleError> {
+        let h = match module {
+            None => self.global_hook(hook)?,
+            Some(m) => self.module_hook(m, hook, on_stderr)?,
+        };
+        let snapshots = self
+            .snapshots
+            .for_hook(&h, &self.run.jq)
+            .map_err(|e| ModuleError::Hook(format!("hook '{}': snapshots: {e}", h.name)))?;
+        let runs = indexes
+            .iter()
+            .filter_map(|i| BindingContext::schedule(&h.config, *i, &snapshots))
+            .map(|c| vec![c])
+            .collect();
+        let ctx = combine_contexts(runs);
+        match module {
+            None => self.run_global_hook_by_name(hook, BindingType::Schedule, &ctx, on_stderr),
+            Some(m) => {
+                self.run_module_hook_by_name(m, hook, BindingType::Schedule, &ctx, on_stderr)
+            }
+        }
+    }
+
+    /// Runs the global hook named `hook` once, for `binding` with the
+    /// binding contexts `contexts`, applying its patches. Returns whether
+    /// it changed the global values or a module's enabled flag (the
+    /// operator then converges again, as addon-operator does after a
+    /// global hook's values change).
+    pub fn run_global_hook_by_name(
+        &mut self,
+        hook: &str,
+        binding: BindingType,
+        contexts: &[BindingContext],
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<bool, ModuleError> {
+        let h = self.global_hook(hook)?;
+        let values = self.values.global.values().clone();
+        let flags = dynamic_enabled(&self.enabled_ops);
+        self.run_global_hook(&h, binding, contexts, on_stderr)?;
+        Ok(self.values.global.values() != &values || dynamic_enabled(&self.enabled_ops) != flags)
+    }
+
+    /// Runs hook `hook` of module `module` once, for `binding` with the
+    /// binding contexts `contexts`, applying its values patches. Returns
+    /// whether the module's values changed (the operator then runs the
+    /// module again: ModuleRun).
+    pub fn run_module_hook_by_name(
+        &mut self,
+        module: &str,
+        hook: &str,
+        binding: BindingType,
+        contexts: &[BindingContext],
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<bool, ModuleError> {
+        let m = self.module(module)?.clone();
+        let h = self.module_hook(module, hook, on_stderr)?;
+        let before = self.values.module_values(module, false);
+        self.run_module_hook(&m, &h, binding, contexts, on_stderr)?;
+        Ok(self.values.module_values(module, false) != before)
+    }
+
+    fn global_hook(&self, hook: &str) -> Result<Hook, ModuleError> {
+        self.global_hooks
+            .iter()
+            .find(|h| h.name == hook)
+            .cloned()
+            .ok_or_else(|| ModuleError::Hook(format!("no global hook '{hook}'")))
+    }
+
+    fn module_hook(
+        &mut self,
+        module: &str,
+        hook: &str,
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<Hook, ModuleError> {
+        let m = self.module(module)?.clone();
+        self.module_hooks(&m, on_stderr)?
+            .into_iter()
+            .find(|h| h.name == hook)
+            .ok_or_else(|| ModuleError::Hook(format!("module '{module}': no hook '{hook}'")))
     }
 
     /// The values file given to Helm: `{global, <camelName>}` checked with

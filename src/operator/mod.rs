@@ -17,6 +17,12 @@
 //! - **Isolation**: every module has its own schedule. A failing module is
 //!   retried with addon-operator's backoff ([`backoff`]) while the others
 //!   and the global hooks go on; disabling it always wins.
+//! - **Schedules** ([`schedule`]): the `schedule` bindings of the global
+//!   hooks and of the enabled modules' hooks fire on their crontabs; a
+//!   module hook that changes its module's values runs the module again, a
+//!   global hook that changes global values converges again.
+//! - **Hook outputs** ([`patch`]): the kubernetes operations every hook
+//!   run writes (`KUBERNETES_PATCH_PATH`) are executed after it.
 //! - **Module directories** are rescanned periodically and on a reload
 //!   signal; a changed tree is loaded afresh and converged.
 //! - **Shutdown**: when the shutdown token fires, no new work starts; the
@@ -30,7 +36,9 @@
 pub mod backoff;
 pub mod configmap;
 mod module_run;
+mod patch;
 pub mod render;
+mod schedule;
 pub mod state;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -154,6 +162,16 @@ impl Ctx {
         }
     }
 
+    /// Executes the kubernetes operations the hooks run since the last
+    /// call wrote ([`patch`]).
+    async fn execute_hook_operations(&self) -> Result<(), String> {
+        let batch = self.with_session(|s| s.take_kube_operations()).await;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        patch::execute(&self.cluster, &self.settings.hooks.jq, &batch).await
+    }
+
     fn status(&self) -> std::sync::RwLockWriteGuard<'_, Status> {
         self.status.write().unwrap_or_else(|p| p.into_inner())
     }
@@ -217,6 +235,8 @@ struct Operator {
     fingerprint: u64,
     /// `--once`: failures seen.
     failures: Vec<String>,
+    /// Schedule bindings in force.
+    schedules: schedule::Schedules,
 }
 
 /// Runs the operator until `signals.shutdown` (or, with `once`, one
@@ -263,6 +283,7 @@ pub async fn run(
         enabled: BTreeSet::new(),
         fingerprint,
         failures: Vec::new(),
+        schedules: schedule::Schedules::default(),
     };
     op.run().await
 }
@@ -304,6 +325,11 @@ impl Operator {
                     self.run_modules(due).await;
                     continue;
                 }
+                let fired = self.schedules.take_due(chrono::Utc::now());
+                if !fired.is_empty() {
+                    self.run_schedules(fired).await;
+                    continue;
+                }
                 if self.ctx.settings.once && self.work.is_empty() {
                     return match self.failures.is_empty() {
                         true => Ok(()),
@@ -311,7 +337,11 @@ impl Operator {
                     };
                 }
             }
-            let wake = [self.work.next_due(), next_rescan]
+            let next_schedule = self
+                .schedules
+                .next_due()
+                .map(|t| schedule::instant_at(t, chrono::Utc::now(), now));
+            let wake = [self.work.next_due(), next_rescan, next_schedule]
                 .into_iter()
                 .flatten()
                 .min()
@@ -420,6 +450,8 @@ impl Operator {
                 *self.ctx.session.lock().unwrap_or_else(|p| p.into_inner()) = session;
                 self.fingerprint = fp;
                 self.global_started = false;
+                // The hooks are loaded afresh: the converge sets them again.
+                self.schedules.clear();
                 self.work.converge_at = Some(Instant::now());
             }
             Ok(Err(e)) => {
@@ -443,6 +475,9 @@ impl Operator {
             Ok(v) => v,
             Err(e) => return self.converge_failed(format!("global hooks: {e}")),
         };
+        if let Err(e) = self.ctx.execute_hook_operations().await {
+            return self.converge_failed(format!("global hooks: {e}"));
+        }
         self.global_started = true;
         for (name, why) in &view.script_errors {
             tracing::error!(module = %name, "{why}");
@@ -527,6 +562,16 @@ impl Operator {
             .ctx
             .with_session(|s| s.run_after_all(&mut hook_log))
             .await;
+        let after_all = match after_all {
+            Ok(changed) => self
+                .ctx
+                .execute_hook_operations()
+                .await
+                .map(|()| changed)
+                .map_err(crate::module::ModuleError::Hook),
+            Err(e) => Err(e),
+        };
+        self.refresh_schedules().await;
         match after_all {
             Ok(changed) => {
                 self.work.converge_failures = 0;
@@ -557,6 +602,84 @@ impl Operator {
             Err(e) => return self.converge_failed(format!("afterAll hooks: {e}")),
         }
         self.store_remembered().await;
+    }
+
+    /// Takes the schedule bindings of the global hooks and the enabled
+    /// modules' hooks (a disabled module's stop). Not with `--once`.
+    async fn refresh_schedules(&mut self) {
+        if self.ctx.settings.once {
+            return;
+        }
+        let enabled: Vec<String> = self.enabled.iter().cloned().collect();
+        let bindings = self
+            .ctx
+            .with_session(move |s| s.schedule_bindings(&enabled, &mut hook_log))
+            .await;
+        match bindings {
+            Ok(b) => {
+                let before = self.schedules.len();
+                self.schedules.set(b, chrono::Utc::now());
+                if self.schedules.len() != before {
+                    tracing::info!(
+                        bindings = self.schedules.len(),
+                        "schedule bindings in force"
+                    );
+                }
+            }
+            Err(e) => tracing::error!("schedule bindings: {e}"),
+        }
+    }
+
+    /// Runs the hooks whose schedule bindings fired, one after another,
+    /// then what their values changes ask for: a module run, a converge.
+    async fn run_schedules(&mut self, fired: Vec<schedule::Firing>) {
+        for f in fired {
+            if self.signals.shutdown.is_cancelled() {
+                return;
+            }
+            if f.module.as_ref().is_some_and(|m| !self.enabled.contains(m)) {
+                continue;
+            }
+            let (module, hook, indexes) = (f.module.clone(), f.hook.clone(), f.indexes.clone());
+            let ran = self
+                .ctx
+                .with_session(move |s| {
+                    s.run_schedule(module.as_deref(), &hook, &indexes, &mut hook_log)
+                })
+                .await
+                .map_err(|e| e.to_string());
+            let ops = self.ctx.execute_hook_operations().await;
+            let who = match &f.module {
+                Some(m) => format!("module '{m}': hook '{}'", f.hook),
+                None => format!("hook '{}'", f.hook),
+            };
+            let binding = f.names.join(",");
+            match ran.and_then(|changed| ops.map(|()| changed)) {
+                Ok(changed) => {
+                    tracing::info!(binding = %binding, "{who}: schedule run done");
+                    if !changed {
+                        continue;
+                    }
+                    let now = Instant::now();
+                    match &f.module {
+                        Some(m) => {
+                            tracing::info!(module = %m, "schedule hook changed the values: running it again");
+                            self.work.modules.insert(m.clone(), now);
+                        }
+                        None => {
+                            tracing::info!("schedule hook changed global values: converging again");
+                            self.work.converge_at = Some(now);
+                        }
+                    }
+                }
+                Err(e) if f.allow_failure => {
+                    tracing::warn!(binding = %binding, "{who}: schedule run failed (allowFailure): {e}")
+                }
+                Err(e) => {
+                    tracing::error!(binding = %binding, "{who}: schedule run failed: {e}; it runs again at its next time")
+                }
+            }
+        }
     }
 
     fn converge_failed(&mut self, why: String) {

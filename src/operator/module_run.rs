@@ -49,6 +49,7 @@ pub(crate) async fn run(ctx: &Ctx, name: &str) -> Result<Ran, String> {
         })
         .await;
     let (module, values) = prepared.map_err(|e| e.to_string())?;
+    ctx.execute_hook_operations().await?;
 
     let mut ran = Ran {
         revision: None,
@@ -83,6 +84,7 @@ pub(crate) async fn run(ctx: &Ctx, name: &str) -> Result<Ran, String> {
         .with_session(move |s| s.run_after_helm(&n, &mut hook_log))
         .await
         .map_err(|e| e.to_string())?;
+    ctx.execute_hook_operations().await?;
     Ok(ran)
 }
 
@@ -161,6 +163,7 @@ pub(crate) async fn delete(
         })
         .await
         .map_err(|e| e.to_string())?;
+        ctx.execute_hook_operations().await?;
     }
     if has_release {
         let opts = release::UninstallOptions {
@@ -188,6 +191,7 @@ pub(crate) async fn delete(
         })
         .await
         .map_err(|e| e.to_string())?;
+        ctx.execute_hook_operations().await?;
     }
     ctx.module_status(name, |m| {
         m.revision = None;

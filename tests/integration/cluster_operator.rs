@@ -702,3 +702,195 @@ async fn operator_picks_up_new_module_dirs_and_remembers_initial_values_against_
         .unwrap();
     assert_eq!(again["data"]["password"], password.as_str());
 }
+
+/// A module `counter` whose hook has a six-field schedule firing every
+/// second: each run adds one to `counter.count` in the module's values
+/// (so the module renders again, a new release revision) and writes a
+/// `CreateOrUpdate` of ConfigMap `tick` with the count; and a module
+/// `patcher` whose `beforeHelm` hook creates a ConfigMap, merge-patches,
+/// JSON-patches and jq-patches one kubectl made, and deletes another.
+fn bindings_tree(dir: &Path) -> (PathBuf, PathBuf) {
+    let modules = dir.join("modules");
+    let global = dir.join("global-hooks");
+    std::fs::create_dir_all(&global).unwrap();
+    for (dir_name, name) in [("010-counter", "counter"), ("020-patcher", "patcher")] {
+        let d = modules.join(dir_name);
+        std::fs::create_dir_all(d.join("templates")).unwrap();
+        std::fs::create_dir_all(d.join("hooks")).unwrap();
+        std::fs::write(
+            d.join("Chart.yaml"),
+            format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n"),
+        )
+        .unwrap();
+        std::fs::write(d.join("values.yaml"), format!("{name}:\n  count: 0\n")).unwrap();
+        std::fs::write(
+            d.join("templates/cm.yaml"),
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}-config\ndata:\n  count: {{{{ .Values.{name}.count | quote }}}}\n  scheduled: {{{{ .Values.global.scheduled | default false | quote }}}}\n"
+            ),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        modules.join("values.yaml"),
+        "counterEnabled: true\npatcherEnabled: true\n",
+    )
+    .unwrap();
+    let state = dir.join("ticks");
+    executable(
+        &modules.join("010-counter/hooks/tick.sh"),
+        &format!(
+            r#"#!/bin/sh
+if [ "$1" = "--config" ]; then echo '{{"configVersion":"v1","schedule":[{{"name":"every-second","crontab":"*/1 * * * * *"}}]}}'; exit 0; fi
+n=$(cat {state} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {state}
+cp "$BINDING_CONTEXT_PATH" {state}.context
+echo "[{{\"op\":\"add\",\"path\":\"/counter/count\",\"value\":$n}}]" > "$VALUES_JSON_PATCH_PATH"
+echo "{{\"operation\":\"CreateOrUpdate\",\"object\":{{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{{\"name\":\"tick\",\"namespace\":\"{NS}\"}},\"data\":{{\"n\":\"$n\"}}}}}}" > "$KUBERNETES_PATCH_PATH"
+"#,
+            state = state.display()
+        ),
+    );
+    executable(
+        &modules.join("020-patcher/hooks/ops.sh"),
+        &format!(
+            r#"#!/bin/sh
+if [ "$1" = "--config" ]; then echo '{{"configVersion":"v1","beforeHelm":1}}'; exit 0; fi
+cat > "$KUBERNETES_PATCH_PATH" <<'OPS'
+{{"operation":"CreateOrUpdate","object":{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"made-by-hook","namespace":"{NS}"}},"data":{{"a":"1"}}}}}}
+{{"operation":"CreateIfNotExists","object":{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"made-by-hook","namespace":"{NS}"}},"data":{{"a":"never"}}}}}}
+{{"operation":"MergePatch","apiVersion":"v1","kind":"ConfigMap","namespace":"{NS}","name":"target","mergePatch":{{"data":{{"merged":"yes"}}}}}}
+{{"operation":"JSONPatch","kind":"ConfigMap","namespace":"{NS}","name":"target","jsonPatch":[{{"op":"add","path":"/data/json","value":"yes"}}]}}
+{{"operation":"JQPatch","kind":"ConfigMap","namespace":"{NS}","name":"target","jqFilter":".data.jq = (.data.x + \"-jq\")"}}
+{{"operation":"MergePatch","kind":"ConfigMap","namespace":"{NS}","name":"absent","mergePatch":{{"data":{{"a":"b"}}}},"ignoreMissingObject":true}}
+{{"operation":"DeleteInBackground","kind":"ConfigMap","namespace":"{NS}","name":"doomed"}}
+{{"operation":"Delete","kind":"ConfigMap","namespace":"{NS}","name":"never-was"}}
+OPS
+"#
+        ),
+    );
+    executable(
+        &global.join("later.sh"),
+        r#"#!/bin/sh
+if [ "$1" = "--config" ]; then echo '{"configVersion":"v1","schedule":[{"name":"soon","crontab":"@every 2s","allowFailure":true}]}'; exit 0; fi
+echo '[{"op":"add","path":"/global/scheduled","value":true}]' > "$VALUES_JSON_PATCH_PATH"
+"#,
+    );
+    (modules, global)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_runs_schedule_bindings_and_executes_hook_kubernetes_operations_against_fake_apiserver()
+ {
+    let s = serve().await;
+    let kc = &s.kubeconfig;
+    let dir = tempfile::tempdir().unwrap();
+    let (modules, global) = bindings_tree(dir.path());
+    kubectl(kc, &["create", "namespace", NS]).await;
+    kubectl(kc, &["-n", NS, "create", "configmap", "addon-operator"]).await;
+    kubectl(
+        kc,
+        &[
+            "-n",
+            NS,
+            "create",
+            "configmap",
+            "target",
+            "--from-literal=x=1",
+        ],
+    )
+    .await;
+    kubectl(kc, &["-n", NS, "create", "configmap", "doomed"]).await;
+    let op = Operator::start(kc, &modules, &global, &dir.path().join("op.log"), &[]);
+    let c = cluster(kc).await;
+
+    // The hook's operations, executed after its beforeHelm run.
+    eventually(Duration::from_secs(30), "patcher deployed", || async {
+        last(&c, "patcher").await.is_some()
+    })
+    .await;
+    let made = s
+        .fake
+        .get("v1/configmaps", Some(NS), "made-by-hook")
+        .unwrap_or_else(|| panic!("made-by-hook created\n{}", op.log()));
+    assert_eq!(made["data"]["a"], "1", "{}", op.log());
+    let target = kubectl(kc, &["-n", NS, "get", "configmap", "target", "-o", "json"]).await;
+    let target: serde_json::Value = serde_json::from_str(&target).unwrap();
+    assert_eq!(
+        target["data"],
+        serde_json::json!({"x": "1", "merged": "yes", "json": "yes", "jq": "1-jq"}),
+        "{}",
+        op.log()
+    );
+    assert!(s.fake.get("v1/configmaps", Some(NS), "doomed").is_none());
+    assert!(s.fake.get("v1/configmaps", Some(NS), "absent").is_none());
+
+    // The schedule: every second, the values change and the module
+    // renders again; its ConfigMap follows the count.
+    let first = last(&c, "counter").await.map(|r| r.version).unwrap_or(0);
+    eventually(
+        Duration::from_secs(15),
+        "counter re-rendered with its schedule's count 3",
+        || async {
+            let count = s
+                .fake
+                .get("v1/configmaps", Some(NS), "counter-config")
+                .and_then(|cm| cm["data"]["count"].as_str()?.parse::<u64>().ok());
+            count.is_some_and(|n| n >= 3)
+                && last(&c, "counter")
+                    .await
+                    .is_some_and(|r| r.version >= first + 3)
+        },
+    )
+    .await;
+    let tick = s.fake.get("v1/configmaps", Some(NS), "tick").unwrap();
+    assert!(
+        tick["data"]["n"].as_str().unwrap().parse::<u64>().unwrap() >= 3,
+        "{tick}"
+    );
+    let context = std::fs::read_to_string(dir.path().join("ticks.context")).unwrap();
+    let context: serde_json::Value = serde_json::from_str(&context).unwrap();
+    assert_eq!(
+        context,
+        serde_json::json!([{"binding": "every-second", "type": "Schedule"}])
+    );
+    assert!(!op.log().contains("schedule run failed"), "{}", op.log());
+
+    // A global hook's schedule changed global values: every module
+    // converges again and renders them.
+    eventually(
+        Duration::from_secs(10),
+        "the global schedule's values rendered",
+        || async {
+            s.fake
+                .get("v1/configmaps", Some(NS), "patcher-config")
+                .is_some_and(|cm| cm["data"]["scheduled"] == "true")
+        },
+    )
+    .await;
+
+    // counter disabled: uninstalled, and its schedule stops.
+    kubectl(
+        kc,
+        &[
+            "-n",
+            NS,
+            "patch",
+            "configmap",
+            "addon-operator",
+            "--type=merge",
+            "-p",
+            r#"{"data":{"counterEnabled":"false"}}"#,
+        ],
+    )
+    .await;
+    eventually(Duration::from_secs(10), "counter uninstalled", || async {
+        s.fake
+            .get("v1/configmaps", Some(NS), "counter-config")
+            .is_none()
+    })
+    .await;
+    let ticks = || std::fs::read_to_string(dir.path().join("ticks")).unwrap();
+    let stopped = ticks();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(ticks(), stopped, "{}", op.log());
+}
