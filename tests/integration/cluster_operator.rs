@@ -164,6 +164,19 @@ async fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The operator's namespace, and its ConfigMap with one `key=value`.
+async fn prepare(kubeconfig: &Path, config: Option<&str>) {
+    kubectl(kubeconfig, &["create", "namespace", NS]).await;
+    if let Some(kv) = config {
+        let literal = format!("--from-literal={kv}");
+        kubectl(
+            kubeconfig,
+            &["-n", NS, "create", "configmap", "addon-operator", &literal],
+        )
+        .await;
+    }
+}
+
 async fn cluster(kubeconfig: &Path) -> Cluster {
     Cluster::connect(&ClusterOptions {
         kubeconfig: Some(kubeconfig.to_path_buf()),
@@ -222,19 +235,7 @@ async fn operator_converges_isolates_a_failing_module_and_follows_its_configmap_
     let kc = &s.kubeconfig;
     let dir = tempfile::tempdir().unwrap();
     let (modules, global) = tree(dir.path());
-    kubectl(kc, &["create", "namespace", NS]).await;
-    kubectl(
-        kc,
-        &[
-            "-n",
-            NS,
-            "create",
-            "configmap",
-            "addon-operator",
-            "--from-literal=beta=greeting: from-config",
-        ],
-    )
-    .await;
+    prepare(kc, Some("beta=greeting: from-config")).await;
     let mut op = Operator::start(kc, &modules, &global, &dir.path().join("op.log"), &[]);
     let c = cluster(kc).await;
 
@@ -432,7 +433,7 @@ async fn operator_once_converges_and_fails_on_a_failing_module_against_fake_apis
     let kc = &s.kubeconfig;
     let dir = tempfile::tempdir().unwrap();
     let (modules, global) = tree(dir.path());
-    kubectl(kc, &["create", "namespace", NS]).await;
+    prepare(kc, None).await;
     // No ConfigMap: an empty config.
     let mut op = Operator::start(
         kc,
@@ -519,19 +520,7 @@ async fn operator_killed_mid_converge_leaves_nothing_pending_after_a_restart_aga
     let kc = &s.kubeconfig;
     let dir = tempfile::tempdir().unwrap();
     let (modules, global) = tree(dir.path());
-    kubectl(kc, &["create", "namespace", NS]).await;
-    kubectl(
-        kc,
-        &[
-            "-n",
-            NS,
-            "create",
-            "configmap",
-            "addon-operator",
-            "--from-literal=brokenEnabled=false",
-        ],
-    )
-    .await;
+    prepare(kc, Some("brokenEnabled=false")).await;
     // Every apply of a module's ConfigMap hangs for 3 s: kill -9 lands
     // while releases are pending.
     s.fake
@@ -592,19 +581,7 @@ async fn operator_picks_up_new_module_dirs_and_remembers_initial_values_against_
     let kc = &s.kubeconfig;
     let dir = tempfile::tempdir().unwrap();
     let (modules, global) = tree(dir.path());
-    kubectl(kc, &["create", "namespace", NS]).await;
-    kubectl(
-        kc,
-        &[
-            "-n",
-            NS,
-            "create",
-            "configmap",
-            "addon-operator",
-            "--from-literal=brokenEnabled=false",
-        ],
-    )
-    .await;
+    prepare(kc, Some("brokenEnabled=false")).await;
     let mut op = Operator::start(
         kc,
         &modules,
