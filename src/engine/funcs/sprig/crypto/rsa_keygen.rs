@@ -1,4 +1,4 @@
-//! RSA key generation that tests prime candidates on every core and still
+//! RSA key generation that tests prime candidates on several threads and still
 //! returns exactly the key `rsa::RsaPrivateKey::new` returns for the same
 //! random stream, so `--seed` renders stay what they were.
 //!
@@ -9,6 +9,11 @@
 //! primality tests of candidates that turn out composite (~80 per 2048-bit
 //! prime after the small-prime sieve), and those are independent of each
 //! other, so they are what runs in parallel.
+//!
+//! How many threads: the caller's budget ([`crate::engine::threads`]; the
+//! chart layer sets it to its worker pool's size, which honours a cgroup
+//! CPU quota). The threads are scoped to one batch of candidates and joined
+//! before the batch's result is taken; with a budget of 1 none is started.
 //!
 //! The candidate sequence is the `rsa` crate's own (crypto-primes' sieve,
 //! fed by the caller's generator, which only the sieve draws from), each
@@ -25,16 +30,14 @@ use rsa::rand_core::CryptoRng;
 use rsa::traits::PublicKeyParts;
 
 /// `rsa::RsaPrivateKey::new(rng, bits)` (two primes, e = 65537), with the
-/// primality tests spread over the machine's cores.
+/// primality tests spread over the threads the caller allows the engine
+/// ([`crate::engine::threads`]: the calling thread alone unless it set a
+/// budget).
 pub fn generate<R: CryptoRng + ?Sized>(
     rng: &mut R,
     bits: usize,
 ) -> Result<rsa::RsaPrivateKey, String> {
-    generate_with_threads(rng, bits, threads())
-}
-
-fn threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    generate_with_threads(rng, bits, crate::engine::threads::threads())
 }
 
 /// [`generate`] on `threads` threads (the result is the same for any count).
@@ -123,7 +126,12 @@ fn first_prime(candidates: &[BoxedUint], threads: usize) -> Option<usize> {
     } else {
         std::thread::scope(|s| {
             for _ in 1..threads.min(candidates.len()) {
-                s.spawn(work);
+                // A thread that cannot start leaves its share to the
+                // others: the calling thread alone still tests every
+                // candidate it must.
+                let _ = std::thread::Builder::new()
+                    .name("antiopa-rsa".into())
+                    .spawn_scoped(s, work);
             }
             work();
         });
@@ -183,6 +191,18 @@ mod tests {
         }
         let other = generate(&mut seeded(8), 2048).unwrap();
         assert!(other != reference);
+    }
+
+    /// `generate` takes the caller's budget; the key is the crate's either way.
+    #[test]
+    fn generate_uses_the_callers_budget() {
+        let reference = rsa::RsaPrivateKey::new(&mut seeded(9), 2048).unwrap();
+        assert!(generate(&mut seeded(9), 2048).unwrap() == reference);
+        let spread = crate::engine::threads::with_threads(3, || {
+            assert_eq!(crate::engine::threads::threads(), 3);
+            generate(&mut seeded(9), 2048).unwrap()
+        });
+        assert!(spread == reference);
     }
 
     #[test]
