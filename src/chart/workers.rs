@@ -13,6 +13,10 @@
 //! times), sleeping on a condition variable: it never spins, and nothing
 //! here touches CPU affinity or the allocator's settings.
 //!
+//! The engine learns the same budget for its own parallel work (RSA key
+//! generation's scoped threads) through `engine::threads`, which
+//! [`Pool::enter`] sets for its call.
+//!
 //! What only pays off in a process that renders once and exits (shaping
 //! glibc's heap ahead of a render, see `chart::render`) is asked for with
 //! [`Pool::for_one_shot_process`] and is off otherwise.
@@ -115,7 +119,9 @@ impl Pool {
             }
         }
         let _restore = Restore(previous);
-        f()
+        // The engine's own parallel work (RSA key generation) gets the same
+        // budget as the render's helpers.
+        crate::engine::threads::with_threads(self.size, f)
     }
 }
 
@@ -357,6 +363,11 @@ mod tests {
         let pool = Pool::new(2);
         pool.enter(|| {
             assert_eq!(cores(), 2);
+            assert_eq!(
+                crate::engine::threads::threads(),
+                2,
+                "the engine's budget too"
+            );
             let p = spawn_detached(|| -> u8 { panic!("boom") }).unwrap();
             let panic = p.wait().unwrap_err();
             assert_eq!(panic.downcast_ref::<&str>(), Some(&"boom"));
@@ -364,6 +375,7 @@ mod tests {
             assert_ne!(other, id());
         });
         assert_eq!(cores(), 1, "entered only for the call");
+        assert_eq!(crate::engine::threads::threads(), 1);
     }
 
     /// A pool of 2 has one helper: a job queued while it is busy waits for

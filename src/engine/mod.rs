@@ -24,6 +24,7 @@ pub mod gofmt;
 mod lexer;
 pub mod limits;
 mod parse;
+pub mod threads;
 pub mod value;
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! certificate validity from `env.now()`, so reproducible mode gives the same
 //! output on every run.
 
+mod rsa_keygen;
 mod x509;
 
 use std::any::Any;

@@ -199,7 +199,8 @@ pub fn pem_decode(data: &str) -> Option<(String, Vec<u8>)> {
 
 impl PrivKey {
     pub fn generate_rsa(env: &Env, bits: usize) -> Result<PrivKey, String> {
-        let key = rsa::RsaPrivateKey::new(&mut *env.rng(), bits).map_err(|e| e.to_string())?;
+        // The rsa crate's key for this random stream, found on all cores.
+        let key = super::rsa_keygen::generate(&mut *env.rng(), bits)?;
         Ok(PrivKey::Rsa(Box::new(key)))
     }
 
