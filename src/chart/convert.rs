@@ -100,38 +100,27 @@ fn to_yaml_model(v: &Value, json_numbers: bool) -> Result<Yaml, MarshalError> {
             }
             Ok(Yaml::Map(out))
         })?,
-        Value::Object(o) => match o.as_any().downcast_ref::<crate::chart::files::Files>() {
-            Some(files) => {
-                let mut out = Mapping::new();
-                for (k, data) in files.iter() {
-                    out.insert(
-                        k.to_string(),
-                        Yaml::Str(base64::engine::general_purpose::STANDARD.encode(data)),
-                    );
+        // A `MarshalJSON` result (semver versions, `time.Time`): what the
+        // JSON round trip of toJson/toYaml sees; their `MarshalText`, which
+        // go-yaml v3 uses, gives the same text.
+        Value::Object(o) => match o.json_value().or_else(|| o.underlying()) {
+            // …or a named slice or map type (`chartutil.VersionSet`,
+            // `engine.files`): encoding/json sees the slice or map (a
+            // file's bytes as base64).
+            Some(v) => to_yaml_model(&v, json_numbers)?,
+            // …or a struct (`.Chart`, `.Capabilities`): its fields (the
+            // JSON round trip sorts them, as Go's toYaml does).
+            None => match o.json_fields() {
+                Some(fields) => {
+                    let mut out = Mapping::new();
+                    for (k, item) in fields {
+                        out.insert(k.to_string(), to_yaml_model(&item, json_numbers)?);
+                    }
+                    Yaml::Map(out)
                 }
-                Yaml::Map(out)
-            }
-            // A `MarshalJSON` result (semver versions, `time.Time`): what
-            // the JSON round trip of toJson/toYaml sees; their
-            // `MarshalText`, which go-yaml v3 uses, gives the same text.
-            None => match o.json_value().or_else(|| o.underlying()) {
-                // …or a named slice or map type (`chartutil.VersionSet`):
-                // encoding/json sees the slice or map.
-                Some(v) => to_yaml_model(&v, json_numbers)?,
-                // …or a struct (`.Chart`, `.Capabilities`): its fields (the
-                // JSON round trip sorts them, as Go's toYaml does).
-                None => match o.json_fields() {
-                    Some(fields) => {
-                        let mut out = Mapping::new();
-                        for (k, item) in fields {
-                            out.insert(k.to_string(), to_yaml_model(&item, json_numbers)?);
-                        }
-                        Yaml::Map(out)
-                    }
-                    None => {
-                        return Err(MarshalError::UnsupportedType(o.type_name().to_string()));
-                    }
-                },
+                None => {
+                    return Err(MarshalError::UnsupportedType(o.type_name().to_string()));
+                }
             },
         },
     })
