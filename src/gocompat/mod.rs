@@ -3,6 +3,7 @@
 //! and TOML code (Helm's error texts) print strings the way `strconv` does.
 //! It uses nothing of the crate.
 
+pub mod float;
 pub mod json;
 pub mod os;
 pub mod strconv;

@@ -82,30 +82,7 @@ pub fn go_type_name(v: &Value) -> &'static str {
 /// shortest digits, exponent form when the exponent is < -4 or >= 6):
 /// `10`, `0.5`, `1e+06`, `1e-05`.
 pub fn go_float(f: f64) -> String {
-    if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "+Inf" } else { "-Inf" }.into();
-    }
-    if f == 0.0 {
-        return if f.is_sign_negative() { "-0" } else { "0" }.into();
-    }
-    // Shortest round-trip digits and exponent from Rust's `{:e}`.
-    let sci = format!("{f:e}");
-    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if (-4..6).contains(&exp) {
-        let s = format!("{f}");
-        return s;
-    }
-    let (neg, mant) = mant.strip_prefix('-').map_or((false, mant), |m| (true, m));
-    let sign = if exp < 0 { '-' } else { '+' };
-    format!(
-        "{}{mant}e{sign}{:02}",
-        if neg { "-" } else { "" },
-        exp.unsigned_abs()
-    )
+    crate::gocompat::float::format_g(f, false)
 }
 
 /// Go's `%v` of a decoded JSON value: `[a b]`, `map[k:v]`, `<nil>`.

@@ -10,7 +10,6 @@
 
 use std::rc::Rc;
 
-use crate::engine::gofmt::format_float;
 use crate::engine::value::{Entries, Value};
 
 /// Encode `v` as Go's `json.Marshal` does (`escape_html` = true), as an
@@ -185,25 +184,16 @@ const MAX_DECODE_DEPTH: usize = 10000;
 
 /// Go's `floatEncoder` for float64.
 fn encode_float(f: f64, out: &mut String) -> Result<(), String> {
-    if f.is_nan() || f.is_infinite() {
-        let mut s = String::new();
-        format_float(f, 'g', -1, &mut s);
-        return Err(format!("json: unsupported value: {s}"));
-    }
-    let abs = f.abs();
-    let exp = abs != 0.0 && !(1e-6..1e21).contains(&abs);
-    let mut s = String::new();
-    format_float(f, if exp { 'e' } else { 'f' }, -1, &mut s);
-    if exp {
-        // clean up e-09 to e-9
-        let b = s.as_bytes();
-        let n = b.len();
-        if n >= 4 && b[n - 4] == b'e' && b[n - 3] == b'-' && b[n - 2] == b'0' {
-            s.remove(n - 2);
+    match crate::gocompat::float::format_json_float(f) {
+        Some(s) => {
+            out.push_str(&s);
+            Ok(())
         }
+        None => Err(format!(
+            "json: unsupported value: {}",
+            crate::gocompat::float::format_g(f, false)
+        )),
     }
-    out.push_str(&s);
-    Ok(())
 }
 
 /// Go's `encodeState.string`.
