@@ -100,23 +100,27 @@ impl KubeVersion {
     /// Helm's `chartutil.ParseKubeVersion`: a lenient semver (`1.29`,
     /// `v1.29.3-rc.1`), normalised to `v<major>.<minor>.<patch>[-pre][+meta]`.
     pub fn parse(input: &str) -> Result<KubeVersion, KubeVersionError> {
-        let sv = parse_semver(input).ok_or_else(|| KubeVersionError {
-            input: input.to_string(),
-            reason: "Invalid Semantic Version".into(),
+        // Masterminds/semver's `NewVersion` (non-strict), the port Sprig's
+        // `semver` uses.
+        let sv = crate::engine::funcs::sprig::semver::Version::parse(input).map_err(|_| {
+            KubeVersionError {
+                input: input.to_string(),
+                reason: "Invalid Semantic Version".into(),
+            }
         })?;
-        let mut version = format!("v{}.{}.{}", sv.0, sv.1, sv.2);
-        if !sv.3.is_empty() {
+        let mut version = format!("v{}.{}.{}", sv.major, sv.minor, sv.patch);
+        if !sv.pre.is_empty() {
             version.push('-');
-            version.push_str(&sv.3);
+            version.push_str(&sv.pre);
         }
-        if !sv.4.is_empty() {
+        if !sv.metadata.is_empty() {
             version.push('+');
-            version.push_str(&sv.4);
+            version.push_str(&sv.metadata);
         }
         Ok(KubeVersion {
             version,
-            major: sv.0.to_string(),
-            minor: sv.1.to_string(),
+            major: sv.major.to_string(),
+            minor: sv.minor.to_string(),
         })
     }
 
@@ -127,59 +131,6 @@ impl KubeVersion {
             minor: "32".into(),
         }
     }
-}
-
-/// Masterminds/semver v3 `NewVersion` (non-strict): optional `v`, one to
-/// three numeric parts, then `-prerelease` and `+metadata`. Returns (major,
-/// minor, patch, prerelease, metadata).
-fn parse_semver(s: &str) -> Option<(u64, u64, u64, String, String)> {
-    let s = s.strip_prefix('v').unwrap_or(s);
-    let (rest, meta) = match s.split_once('+') {
-        Some((a, m)) => (a, Some(m)),
-        None => (s, None),
-    };
-    let (core, pre) = match rest.split_once('-') {
-        Some((a, p)) => (a, Some(p)),
-        None => (rest, None),
-    };
-    let ident_ok = |part: &str| {
-        part.split('.')
-            .all(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
-    };
-    if let Some(p) = pre {
-        if !ident_ok(p) {
-            return None;
-        }
-        // Masterminds rejects numeric pre-release identifiers with leading zeros.
-        if p.split('.')
-            .any(|id| id.len() > 1 && id.starts_with('0') && id.bytes().all(|b| b.is_ascii_digit()))
-        {
-            return None;
-        }
-    }
-    if let Some(m) = meta
-        && !ident_ok(m)
-    {
-        return None;
-    }
-    let parts: Vec<&str> = core.split('.').collect();
-    if parts.is_empty() || parts.len() > 3 {
-        return None;
-    }
-    let mut nums = [0u64; 3];
-    for (i, p) in parts.iter().enumerate() {
-        if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        nums[i] = p.parse().ok()?;
-    }
-    Some((
-        nums[0],
-        nums[1],
-        nums[2],
-        pre.unwrap_or("").to_string(),
-        meta.unwrap_or("").to_string(),
-    ))
 }
 
 /// Helm's `chartutil.Capabilities`.
