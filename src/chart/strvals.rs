@@ -755,18 +755,14 @@ fn read_file(path: &str) -> Result<Vec<u8>, String> {
             .map_err(|e| format!("read /dev/stdin: {e}"))?;
         return Ok(buf);
     }
+    // Go's os.ReadFile: the open fails, or (a directory) the read does.
     std::fs::read(Path::new(path)).map_err(|e| {
-        let why = match e.kind() {
-            std::io::ErrorKind::NotFound => "no such file or directory".to_string(),
-            std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
-            std::io::ErrorKind::IsADirectory => "is a directory".to_string(),
-            _ => e.to_string(),
-        };
-        if e.kind() == std::io::ErrorKind::IsADirectory {
-            format!("read {path}: {why}")
+        let op = if e.kind() == std::io::ErrorKind::IsADirectory {
+            "read"
         } else {
-            format!("open {path}: {why}")
-        }
+            "open"
+        };
+        crate::gocompat::os::path_error(op, Path::new(path), &e)
     })
 }
 
