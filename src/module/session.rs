@@ -21,7 +21,9 @@
 //! `initial_values`) is [`Session::remembered_config`].
 //!
 //! Offline, kubernetes bindings see the snapshots of `--snapshots`
-//! ([`SnapshotInput`]), else empty ones. Schedules do not run offline; the
+//! ([`SnapshotInput`]), else empty ones; in the operator, the live ones its
+//! watches keep ([`SnapshotInput::Live`], [`Session::kubernetes_bindings`]).
+//! Schedules do not run offline; the
 //! operator runs them through [`Session::schedule_bindings`] and
 //! [`Session::run_schedule`], and executes the kubernetes operations hooks
 //! write ([`Session::take_kube_operations`]).

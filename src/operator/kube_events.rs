@@ -35,7 +35,7 @@ use crate::module::{HookKey, KubeBindingRef, LiveSnapshots};
 
 /// One binding's identity: its hook, its name and its whole config (a
 /// changed config is another watch).
-type BindingKey = (HookKey, String, String);
+pub type BindingKey = (HookKey, String, String);
 
 /// An event for a hook run.
 #[derive(Debug)]
@@ -93,14 +93,14 @@ impl KubeWatches {
     }
 
     /// Puts `bindings` in force: new ones start watching, gone ones stop
-    /// (their snapshots dropped).
+    /// (their snapshots dropped). Returns the new ones.
     pub fn set(
         &mut self,
         bindings: Vec<KubeBindingRef>,
         cluster: &Cluster,
         jq: &JqRunner,
         shutdown: &CancellationToken,
-    ) {
+    ) -> Vec<BindingKey> {
         let mut wanted: BTreeMap<BindingKey, KubeBindingRef> = BTreeMap::new();
         for b in bindings {
             let config = serde_json::to_string(&b.binding).unwrap_or_default();
@@ -129,10 +129,12 @@ impl KubeWatches {
                 }
             }
         }
+        let mut started = Vec::new();
         for (key, b) in wanted {
             if self.running.contains_key(&key) {
                 continue;
             }
+            started.push(key.clone());
             let token = shutdown.child_token();
             let (synced_tx, synced) = watch::channel(false);
             let w = Watch {
@@ -147,14 +149,18 @@ impl KubeWatches {
             tokio::spawn(w.run(token.clone()));
             self.running.insert(key, Running { token, synced });
         }
+        started
     }
 
-    /// Waits until every watch has its initial list, at most `limit`;
-    /// returns the bindings still not synchronized.
-    pub async fn wait_synced(&self, limit: Duration) -> Vec<String> {
+    /// Waits until the watches `keys` have their initial lists, at most
+    /// `limit`; returns the bindings still not synchronized.
+    pub async fn wait_synced(&self, keys: &[BindingKey], limit: Duration) -> Vec<String> {
         let deadline = tokio::time::Instant::now() + limit;
         let mut late = Vec::new();
-        for (k, r) in &self.running {
+        for k in keys {
+            let Some(r) = self.running.get(k) else {
+                continue;
+            };
             let mut rx = r.synced.clone();
             let ok = tokio::time::timeout_at(deadline, rx.wait_for(|s| *s)).await;
             if !matches!(ok, Ok(Ok(_))) {

@@ -688,7 +688,7 @@ impl Operator {
             Err(e) => return tracing::error!("kubernetes bindings: {e}"),
         };
         let before = self.kube.len();
-        self.kube.set(
+        let started = self.kube.set(
             bindings,
             &self.ctx.cluster,
             &self.ctx.settings.hooks.jq,
@@ -697,7 +697,7 @@ impl Operator {
         if self.kube.len() != before {
             tracing::info!(bindings = self.kube.len(), "kubernetes bindings in force");
         }
-        let late = self.kube.wait_synced(KUBE_SYNC_WAIT).await;
+        let late = self.kube.wait_synced(&started, KUBE_SYNC_WAIT).await;
         if !late.is_empty() {
             tracing::warn!(
                 "kubernetes bindings not synchronized within {}s, their hooks see what is listed so far: {}",
