@@ -1,9 +1,10 @@
-//! Kubernetes bindings, live: one kube-runtime watcher per kubernetes
-//! binding of the global hooks and of the enabled modules' hooks, started
-//! when the module is enabled (global hooks: at start) and stopped when it
-//! is disabled or the operator shuts down.
+//! Kubernetes bindings, live: one kube-runtime watcher per distinct
+//! (apiVersion, kind, namespaces, label and field selectors) among the
+//! kubernetes bindings of the global hooks and of the enabled modules'
+//! hooks, started when a module is enabled (global hooks: at start) and
+//! stopped when no binding uses it any more or the operator shuts down.
 //!
-//! Each watch keeps its binding's snapshot (`{object, filterResult}` per
+//! Each watch keeps every binding's snapshot (`{object, filterResult}` per
 //! object; the object only with `keepFullObjectsInMemory`, managedFields
 //! always dropped) in the [`LiveSnapshots`] the session reads, so
 //! Synchronization, `beforeHelm`/`afterHelm` and every other run see the
@@ -16,6 +17,7 @@
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -48,15 +50,29 @@ pub struct HookEvent {
     key: BindingKey,
 }
 
+/// What the server is asked: bindings asking the same share one watch.
+type WatchKey = String;
+
+/// A binding on a watch.
+#[derive(Clone)]
+struct Sub {
+    key: BindingKey,
+    binding: KubeBindingRef,
+    synced: Arc<watch::Sender<bool>>,
+}
+
+/// A watch task in force.
 struct Running {
     token: CancellationToken,
-    synced: watch::Receiver<bool>,
+    subs: watch::Sender<Vec<Sub>>,
 }
 
 /// The watches in force and the events they delivered.
 pub struct KubeWatches {
     live: LiveSnapshots,
-    running: BTreeMap<BindingKey, Running>,
+    /// Bindings in force, with their watch.
+    bindings: BTreeMap<BindingKey, (WatchKey, Sub)>,
+    watches: BTreeMap<WatchKey, Running>,
     tx: mpsc::UnboundedSender<HookEvent>,
     rx: mpsc::UnboundedReceiver<HookEvent>,
 }
@@ -66,7 +82,8 @@ impl Default for KubeWatches {
         let (tx, rx) = mpsc::unbounded_channel();
         KubeWatches {
             live: LiveSnapshots::default(),
-            running: BTreeMap::new(),
+            bindings: BTreeMap::new(),
+            watches: BTreeMap::new(),
             tx,
             rx,
         }
@@ -79,21 +96,30 @@ impl KubeWatches {
         self.live.clone()
     }
 
+    /// Bindings in force.
     pub fn len(&self) -> usize {
-        self.running.len()
+        self.bindings.len()
+    }
+
+    /// Watches in force (bindings asking the same share one).
+    pub fn watches(&self) -> usize {
+        self.watches.len()
     }
 
     /// Stops every watch and forgets every snapshot.
     pub fn clear(&mut self) {
-        for r in self.running.values() {
+        for r in self.watches.values() {
             r.token.cancel();
         }
-        self.running.clear();
+        self.watches.clear();
+        self.bindings.clear();
         self.live.write().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
-    /// Puts `bindings` in force: new ones start watching, gone ones stop
-    /// (their snapshots dropped). Returns the new ones.
+    /// Puts `bindings` in force: new ones start watching (joining a watch
+    /// asking the server the same, which then lists again), gone ones stop
+    /// (their snapshots dropped; a watch left with none ends). Returns the
+    /// new ones.
     pub fn set(
         &mut self,
         bindings: Vec<KubeBindingRef>,
@@ -112,15 +138,13 @@ impl KubeWatches {
             wanted.insert(key, b);
         }
         let gone: Vec<BindingKey> = self
-            .running
+            .bindings
             .keys()
             .filter(|k| !wanted.contains_key(*k))
             .cloned()
             .collect();
         for k in gone {
-            if let Some(r) = self.running.remove(&k) {
-                r.token.cancel();
-            }
+            self.bindings.remove(&k);
             let mut live = self.live.write().unwrap_or_else(|p| p.into_inner());
             if let Some(snaps) = live.get_mut(&k.0) {
                 snaps.remove(&k.1);
@@ -131,37 +155,77 @@ impl KubeWatches {
         }
         let mut started = Vec::new();
         for (key, b) in wanted {
-            if self.running.contains_key(&key) {
+            if self.bindings.contains_key(&key) {
                 continue;
             }
             started.push(key.clone());
-            let token = shutdown.child_token();
-            let (synced_tx, synced) = watch::channel(false);
-            let w = Watch {
+            let (synced, _) = watch::channel(false);
+            let sub = Sub {
                 key: key.clone(),
                 binding: b,
-                cluster: cluster.clone(),
-                jq: jq.clone(),
-                live: self.live.clone(),
-                tx: self.tx.clone(),
-                synced: synced_tx,
+                synced: Arc::new(synced),
             };
-            tokio::spawn(w.run(token.clone()));
-            self.running.insert(key, Running { token, synced });
+            self.bindings
+                .insert(key, (watch_key(&sub.binding.binding), sub));
+        }
+        // Each watch's bindings.
+        let mut subs: BTreeMap<WatchKey, Vec<Sub>> = BTreeMap::new();
+        for (wk, sub) in self.bindings.values() {
+            subs.entry(wk.clone()).or_default().push(sub.clone());
+        }
+        self.watches.retain(|wk, r| {
+            let keep = subs.contains_key(wk);
+            if !keep {
+                r.token.cancel();
+            }
+            keep
+        });
+        for (wk, list) in subs {
+            match self.watches.get(&wk) {
+                Some(r) => {
+                    r.subs.send_if_modified(|cur| {
+                        let changed = cur.iter().map(|s| &s.key).ne(list.iter().map(|s| &s.key));
+                        *cur = list;
+                        changed
+                    });
+                }
+                None => {
+                    let token = shutdown.child_token();
+                    let template = list[0].binding.binding.clone();
+                    let (subs_tx, subs_rx) = watch::channel(list);
+                    let task = WatchTask {
+                        cluster: cluster.clone(),
+                        shared: Shared {
+                            jq: jq.clone(),
+                            live: self.live.clone(),
+                            tx: self.tx.clone(),
+                        },
+                        template,
+                    };
+                    tokio::spawn(task.run(subs_rx, token.clone()));
+                    self.watches.insert(
+                        wk,
+                        Running {
+                            token,
+                            subs: subs_tx,
+                        },
+                    );
+                }
+            }
         }
         started
     }
 
-    /// Waits until the watches `keys` have their initial lists, at most
+    /// Waits until the bindings `keys` have their initial lists, at most
     /// `limit`; returns the bindings still not synchronized.
     pub async fn wait_synced(&self, keys: &[BindingKey], limit: Duration) -> Vec<String> {
         let deadline = tokio::time::Instant::now() + limit;
         let mut late = Vec::new();
         for k in keys {
-            let Some(r) = self.running.get(k) else {
+            let Some((_, sub)) = self.bindings.get(k) else {
                 continue;
             };
-            let mut rx = r.synced.clone();
+            let mut rx = sub.synced.subscribe();
             let ok = tokio::time::timeout_at(deadline, rx.wait_for(|s| *s)).await;
             if !matches!(ok, Ok(Ok(_))) {
                 late.push(format!("{}: {}", k.0.1, k.1));
@@ -170,12 +234,12 @@ impl KubeWatches {
         late
     }
 
-    /// The next event of a watch in force.
+    /// The next event of a binding in force.
     pub async fn recv(&mut self) -> HookEvent {
         loop {
             // The sender lives in `self`: the channel never closes.
             if let Some(ev) = self.rx.recv().await
-                && self.running.contains_key(&ev.key)
+                && self.bindings.contains_key(&ev.key)
             {
                 return ev;
             }
@@ -186,12 +250,33 @@ impl KubeWatches {
     pub fn take_ready(&mut self) -> Vec<HookEvent> {
         let mut out = Vec::new();
         while let Ok(ev) = self.rx.try_recv() {
-            if self.running.contains_key(&ev.key) {
+            if self.bindings.contains_key(&ev.key) {
                 out.push(ev);
             }
         }
         out
     }
+}
+
+/// What a binding asks the server: apiVersion, kind, namespaces, label
+/// and field selectors (the rest is matched client-side per binding).
+fn watch_key(b: &KubernetesBinding) -> WatchKey {
+    let mut names = b
+        .namespace
+        .as_ref()
+        .and_then(|n| n.name_selector.as_ref())
+        .map(|n| n.match_names.clone())
+        .unwrap_or_default();
+    names.sort();
+    names.dedup();
+    serde_json::json!([
+        b.api_version.as_deref().unwrap_or("v1"),
+        b.kind.to_ascii_lowercase(),
+        names,
+        b.label_selector.as_ref().and_then(label_selector_string),
+        field_selector_string(b),
+    ])
+    .to_string()
 }
 
 /// A kept object: its snapshot entry and the checksum compared for
@@ -201,46 +286,44 @@ struct Kept {
     checksum: u64,
 }
 
-/// One binding's watch task.
-struct Watch {
-    key: BindingKey,
-    binding: KubeBindingRef,
-    cluster: Cluster,
+/// What every binding of a watch task uses.
+struct Shared {
     jq: JqRunner,
     live: LiveSnapshots,
     tx: mpsc::UnboundedSender<HookEvent>,
-    synced: watch::Sender<bool>,
 }
 
-impl Watch {
-    fn who(&self) -> String {
-        match &self.binding.module {
-            Some(m) => format!(
-                "module '{m}': hook '{}': binding '{}'",
-                self.binding.hook, self.binding.binding.name
-            ),
-            None => format!(
-                "hook '{}': binding '{}'",
-                self.binding.hook, self.binding.binding.name
-            ),
-        }
-    }
+/// One watch, shared by the bindings asking the server the same.
+struct WatchTask {
+    cluster: Cluster,
+    shared: Shared,
+    /// The first binding: what the server is asked.
+    template: KubernetesBinding,
+}
 
-    async fn run(self, token: CancellationToken) {
-        let who = self.who();
-        let b = &self.binding.binding;
+/// One binding on a watch: its matcher and snapshot.
+struct SubState {
+    sub: Sub,
+    /// The binding with the resolved kind, matching client-side.
+    matcher: KubernetesBinding,
+    kept: HashMap<(String, String), Kept>,
+    synced: bool,
+}
+
+impl WatchTask {
+    async fn run(self, mut subs: watch::Receiver<Vec<Sub>>, token: CancellationToken) {
+        let b = &self.template;
         let api_version = b.api_version.clone().unwrap_or_else(|| "v1".into());
+        let what = format!("{api_version} {}", b.kind);
         // The kind may be a kind in any case, a plural or a short name.
         let (resource, namespaced) = loop {
             match resolve(&self.cluster, &api_version, &b.kind).await {
                 Ok(Some(r)) => break r,
                 Ok(None) => tracing::warn!(
-                    "{who}: {api_version} {} is not served (yet); asking again in 5s",
-                    b.kind
+                    "kubernetes binding: {what} is not served (yet); asking again in 5s"
                 ),
                 Err(e) => tracing::warn!(
-                    "{who}: resolving {api_version} {}: {}; asking again in 5s",
-                    b.kind,
+                    "kubernetes binding: resolving {what}: {}; asking again in 5s",
                     crate::cluster::error_text(&e)
                 ),
             }
@@ -249,17 +332,12 @@ impl Watch {
                 _ = tokio::time::sleep(Duration::from_secs(5)) => {}
             }
         };
-        let client = self.cluster.client().clone();
         let names = b
             .namespace
             .as_ref()
             .and_then(|n| n.name_selector.as_ref())
             .map(|n| n.match_names.clone())
             .unwrap_or_default();
-        let api: Api<DynamicObject> = match (namespaced, names.as_slice()) {
-            (true, [one]) => Api::namespaced_with(client, one, &resource),
-            _ => Api::all_with(client, &resource),
-        };
         let mut config = watcher::Config::default();
         if let Some(l) = b.label_selector.as_ref().and_then(label_selector_string) {
             config = config.labels(&l);
@@ -267,123 +345,205 @@ impl Watch {
         if let Some(f) = field_selector_string(b) {
             config = config.fields(&f);
         }
-        if b.namespace
-            .as_ref()
-            .is_some_and(|n| n.label_selector.is_some())
-        {
-            tracing::warn!("{who}: namespace.labelSelector is not supported yet: ignored");
-        }
-        // Matching the rest client-side (several namespaces, several names).
-        let mut matcher = b.clone();
-        matcher.kind = resource.kind.clone();
-        matcher.api_version = None;
-        if let Some(n) = matcher.namespace.as_mut() {
-            n.label_selector = None;
-        }
-        tracing::info!(
-            "{who}: watching {} {}",
-            resource.api_version,
-            resource.plural
-        );
-        let mut stream = watcher::watcher(api, config).default_backoff().boxed();
-        let mut kept: HashMap<(String, String), Kept> = HashMap::new();
-        let mut listing: Option<HashMap<(String, String), Kept>> = None;
-        let mut synced = false;
-        loop {
-            let ev = tokio::select! {
-                _ = token.cancelled() => return,
-                ev = stream.next() => ev,
-            };
-            let ev = match ev {
-                None => return,
-                Some(Err(e)) => {
-                    tracing::warn!("{who}: watch: {e}; retrying");
+        let mut states: Vec<SubState> = Vec::new();
+        // A binding joining a watch already listed lists it again, so it
+        // gets its Synchronization; the others see only what changed.
+        'relist: loop {
+            let list = subs.borrow_and_update().clone();
+            states.retain(|s| list.iter().any(|n| n.key == s.sub.key));
+            for sub in list {
+                if states.iter().any(|s| s.sub.key == sub.key) {
                     continue;
                 }
-                Some(Ok(ev)) => ev,
-            };
-            match ev {
-                Event::Init => listing = Some(HashMap::new()),
-                Event::InitApply(o) => {
-                    if let Some((k, item)) = self.item(&matcher, &resource, o, &who)
-                        && let Some(l) = listing.as_mut()
-                    {
-                        l.insert(k, item);
-                    }
+                let who = who(&sub.binding);
+                let sb = &sub.binding.binding;
+                if sb
+                    .namespace
+                    .as_ref()
+                    .is_some_and(|n| n.label_selector.is_some())
+                {
+                    tracing::warn!("{who}: namespace.labelSelector is not supported yet: ignored");
                 }
-                Event::InitDone => {
-                    let new = listing.take().unwrap_or_default();
-                    if synced {
-                        // A relist: what changed meanwhile becomes events.
-                        let gone: Vec<_> = kept
-                            .keys()
-                            .filter(|k| !new.contains_key(*k))
-                            .cloned()
-                            .collect();
-                        for k in gone {
-                            if let Some(old) = kept.remove(&k) {
-                                self.publish(&kept);
-                                self.event(WatchEvent::Deleted, old.item);
+                let mut matcher = sb.clone();
+                matcher.kind = resource.kind.clone();
+                matcher.api_version = None;
+                if let Some(n) = matcher.namespace.as_mut() {
+                    n.label_selector = None;
+                }
+                states.push(SubState {
+                    sub,
+                    matcher,
+                    kept: HashMap::new(),
+                    synced: false,
+                });
+            }
+            let client = self.cluster.client().clone();
+            let api: Api<DynamicObject> = match (namespaced, names.as_slice()) {
+                (true, [one]) => Api::namespaced_with(client, one, &resource),
+                _ => Api::all_with(client, &resource),
+            };
+            tracing::info!(
+                bindings = states.len(),
+                "kubernetes bindings: watching {} {}",
+                resource.api_version,
+                resource.plural
+            );
+            let mut stream = watcher::watcher(api, config.clone())
+                .default_backoff()
+                .boxed();
+            let mut listing: Option<Vec<Value>> = None;
+            loop {
+                let ev = tokio::select! {
+                    _ = token.cancelled() => return,
+                    changed = subs.changed() => {
+                        if changed.is_err() {
+                            return;
+                        }
+                        let list = subs.borrow().clone();
+                        if list.iter().any(|n| !states.iter().any(|s| s.sub.key == n.key)) {
+                            continue 'relist;
+                        }
+                        subs.borrow_and_update();
+                        states.retain(|s| list.iter().any(|n| n.key == s.sub.key));
+                        continue;
+                    }
+                    ev = stream.next() => ev,
+                };
+                let ev = match ev {
+                    None => return,
+                    Some(Err(e)) => {
+                        tracing::warn!("kubernetes bindings: watching {what}: {e}; retrying");
+                        continue;
+                    }
+                    Some(Ok(ev)) => ev,
+                };
+                match ev {
+                    Event::Init => listing = Some(Vec::new()),
+                    Event::InitApply(o) => {
+                        if let Some(l) = listing.as_mut() {
+                            l.push(object_value(o, &resource));
+                        }
+                    }
+                    Event::InitDone => {
+                        let objects = listing.take().unwrap_or_default();
+                        for st in &mut states {
+                            st.listed(&self.shared, &objects);
+                        }
+                    }
+                    Event::Apply(o) => {
+                        let value = object_value(o, &resource);
+                        for st in states.iter_mut().filter(|s| s.synced) {
+                            if let Some((k, item)) = st.item(&self.shared, value.clone()) {
+                                st.apply(&self.shared, k, item);
+                            } else if let Some(k) = key_of(&value)
+                                && let Some(old) = st.kept.remove(&k)
+                            {
+                                // No longer matching (client-side): gone.
+                                st.publish(&self.shared);
+                                st.event(&self.shared, WatchEvent::Deleted, old.item);
                             }
                         }
-                        for (k, item) in new {
-                            self.apply(&mut kept, k, item);
+                    }
+                    Event::Delete(o) => {
+                        let value = object_value(o, &resource);
+                        for st in states.iter_mut().filter(|s| s.synced) {
+                            let Some(k) = key_of(&value) else { continue };
+                            if st.kept.remove(&k).is_some() {
+                                st.publish(&self.shared);
+                                if let Some((_, item)) = st.item(&self.shared, value.clone()) {
+                                    st.event(&self.shared, WatchEvent::Deleted, item.item);
+                                }
+                            }
                         }
-                    } else {
-                        kept = new;
-                        self.publish(&kept);
-                        synced = true;
-                        let _ = self.synced.send(true);
-                        tracing::info!("{who}: synchronized, {} objects", kept.len());
-                    }
-                }
-                Event::Apply(o) => {
-                    let Some((k, item)) = self.item(&matcher, &resource, o, &who) else {
-                        continue;
-                    };
-                    if synced {
-                        self.apply(&mut kept, k, item);
-                    }
-                }
-                Event::Delete(o) => {
-                    let Some((k, item)) = self.item(&matcher, &resource, o, &who) else {
-                        continue;
-                    };
-                    if synced && kept.remove(&k).is_some() {
-                        self.publish(&kept);
-                        self.event(WatchEvent::Deleted, item.item);
                     }
                 }
             }
         }
     }
+}
+
+/// An object as bindings see it: apiVersion and kind set (list items come
+/// without), managedFields dropped.
+fn object_value(mut o: DynamicObject, resource: &ApiResource) -> Value {
+    o.metadata.managed_fields = None;
+    o.types = Some(TypeMeta {
+        api_version: resource.api_version.clone(),
+        kind: resource.kind.clone(),
+    });
+    serde_json::to_value(&o).unwrap_or(Value::Null)
+}
+
+/// (namespace, name) of an object.
+fn key_of(o: &Value) -> Option<(String, String)> {
+    let meta = |k: &str| {
+        o.pointer(&format!("/metadata/{k}"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    Some((meta("namespace").unwrap_or_default(), meta("name")?))
+}
+
+fn who(b: &KubeBindingRef) -> String {
+    match &b.module {
+        Some(m) => format!(
+            "module '{m}': hook '{}': binding '{}'",
+            b.hook, b.binding.name
+        ),
+        None => format!("hook '{}': binding '{}'", b.hook, b.binding.name),
+    }
+}
+
+impl SubState {
+    /// The initial list (or a relist): the snapshot at first, then what
+    /// changed meanwhile as events.
+    fn listed(&mut self, sh: &Shared, objects: &[Value]) {
+        let new: HashMap<(String, String), Kept> = objects
+            .iter()
+            .filter_map(|o| self.item(sh, o.clone()))
+            .collect();
+        if !self.synced {
+            self.kept = new;
+            self.publish(sh);
+            self.synced = true;
+            self.sub.synced.send_replace(true);
+            tracing::info!(
+                "{}: synchronized, {} objects",
+                who(&self.sub.binding),
+                self.kept.len()
+            );
+            return;
+        }
+        let gone: Vec<_> = self
+            .kept
+            .keys()
+            .filter(|k| !new.contains_key(*k))
+            .cloned()
+            .collect();
+        for k in gone {
+            if let Some(old) = self.kept.remove(&k) {
+                self.publish(sh);
+                self.event(sh, WatchEvent::Deleted, old.item);
+            }
+        }
+        for (k, item) in new {
+            self.apply(sh, k, item);
+        }
+    }
 
     /// An object as this binding keeps it; `None` when it does not match
     /// or its jqFilter fails (logged).
-    fn item(
-        &self,
-        matcher: &KubernetesBinding,
-        resource: &ApiResource,
-        mut o: DynamicObject,
-        who: &str,
-    ) -> Option<((String, String), Kept)> {
-        o.metadata.managed_fields = None;
-        o.types = Some(TypeMeta {
-            api_version: resource.api_version.clone(),
-            kind: resource.kind.clone(),
-        });
-        let value = serde_json::to_value(&o).ok()?;
-        if !matcher.matches(&value, &|_| None) {
+    fn item(&self, sh: &Shared, value: Value) -> Option<((String, String), Kept)> {
+        if !self.matcher.matches(&value, &|_| None) {
             return None;
         }
-        let b = &self.binding.binding;
+        let b = &self.sub.binding.binding;
         // The event carries the whole object; the snapshot only when asked.
         let mut full = b.clone();
         full.keep_full_objects_in_memory = true;
-        let item = match SnapshotObject::new(&full, value, &self.jq) {
+        let item = match SnapshotObject::new(&full, value, &sh.jq) {
             Ok(i) => i,
             Err(e) => {
-                tracing::error!("{who}: {e}");
+                tracing::error!("{}: {e}", who(&self.sub.binding));
                 return None;
             }
         };
@@ -399,27 +559,28 @@ impl Watch {
 
     /// A listed or applied object: `Added`, `Modified` when its checksum
     /// changed, nothing otherwise.
-    fn apply(&self, kept: &mut HashMap<(String, String), Kept>, k: (String, String), new: Kept) {
-        let ev = match kept.get(&k) {
+    fn apply(&mut self, sh: &Shared, k: (String, String), new: Kept) {
+        let ev = match self.kept.get(&k) {
             None => WatchEvent::Added,
             Some(old) if old.checksum != new.checksum => WatchEvent::Modified,
             Some(_) => {
                 // Same filter result: keep the fresher object quietly.
-                kept.insert(k, new);
-                self.publish(kept);
+                self.kept.insert(k, new);
+                self.publish(sh);
                 return;
             }
         };
         let item = new.item.clone();
-        kept.insert(k, new);
-        self.publish(kept);
-        self.event(ev, item);
+        self.kept.insert(k, new);
+        self.publish(sh);
+        self.event(sh, ev, item);
     }
 
     /// Writes the snapshot where the session reads it.
-    fn publish(&self, kept: &HashMap<(String, String), Kept>) {
-        let keep_object = self.binding.binding.keep_full_objects_in_memory;
-        let mut items: Vec<SnapshotObject> = kept
+    fn publish(&self, sh: &Shared) {
+        let keep_object = self.sub.binding.binding.keep_full_objects_in_memory;
+        let mut items: Vec<SnapshotObject> = self
+            .kept
             .values()
             .map(|k| SnapshotObject {
                 object: if keep_object {
@@ -431,25 +592,25 @@ impl Watch {
             })
             .collect();
         sort_snapshot(&mut items);
-        self.live
+        sh.live
             .write()
             .unwrap_or_else(|p| p.into_inner())
-            .entry(self.key.0.clone())
+            .entry(self.sub.key.0.clone())
             .or_default()
-            .insert(self.binding.binding.name.clone(), items);
+            .insert(self.sub.binding.binding.name.clone(), items);
     }
 
     /// Sends an `Event` context when the binding runs on it.
-    fn event(&self, ev: WatchEvent, item: SnapshotObject) {
-        let b = &self.binding.binding;
+    fn event(&self, sh: &Shared, ev: WatchEvent, item: SnapshotObject) {
+        let b = &self.sub.binding.binding;
         if !b.execute_hook_on_event.contains(&ev) {
             return;
         }
-        let all = self
+        let all = sh
             .live
             .read()
             .unwrap_or_else(|p| p.into_inner())
-            .get(&self.key.0)
+            .get(&self.sub.key.0)
             .cloned()
             .unwrap_or_default();
         let context = BindingContext::kubernetes(
@@ -460,13 +621,13 @@ impl Watch {
             },
             &all,
         );
-        let _ = self.tx.send(HookEvent {
-            module: self.binding.module.clone(),
-            hook: self.binding.hook.clone(),
+        let _ = sh.tx.send(HookEvent {
+            module: self.sub.binding.module.clone(),
+            hook: self.sub.binding.hook.clone(),
             binding: b.name.clone(),
             allow_failure: b.allow_failure,
             context,
-            key: self.key.clone(),
+            key: self.sub.key.clone(),
         });
     }
 }

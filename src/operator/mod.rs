@@ -695,7 +695,11 @@ impl Operator {
             &self.signals.shutdown,
         );
         if self.kube.len() != before {
-            tracing::info!(bindings = self.kube.len(), "kubernetes bindings in force");
+            tracing::info!(
+                bindings = self.kube.len(),
+                watches = self.kube.watches(),
+                "kubernetes bindings in force"
+            );
         }
         let late = self.kube.wait_synced(&started, KUBE_SYNC_WAIT).await;
         if !late.is_empty() {

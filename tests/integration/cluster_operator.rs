@@ -912,10 +912,14 @@ fn kube_tree(dir: &Path) -> (PathBuf, PathBuf) {
         "apiVersion: v2\nname: watched\nversion: 0.1.0\n",
     )
     .unwrap();
-    std::fs::write(d.join("values.yaml"), "watched:\n  items: []\n").unwrap();
+    std::fs::write(
+        d.join("values.yaml"),
+        "watched:\n  items: []\n  names: []\n",
+    )
+    .unwrap();
     std::fs::write(
         d.join("templates/cm.yaml"),
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: watched-config\ndata:\n  count: {{ len .Values.watched.items | quote }}\n  items: {{ .Values.watched.items | toJson | quote }}\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: watched-config\ndata:\n  count: {{ len .Values.watched.items | quote }}\n  items: {{ .Values.watched.items | toJson | quote }}\n  names: {{ .Values.watched.names | toJson | quote }}\n",
     )
     .unwrap();
     let added = dir.join("added.json");
@@ -930,6 +934,15 @@ echo "[{{\"op\":\"add\",\"path\":\"/watched/items\",\"value\":$items}}]" > "$VAL
 "#,
             added = added.display()
         ),
+    );
+    // The same objects (one shared watch), snapshot only, read by beforeHelm.
+    executable(
+        &d.join("hooks/names.sh"),
+        r#"#!/bin/sh
+if [ "$1" = "--config" ]; then echo '{"configVersion":"v1","beforeHelm":1,"kubernetes":[{"name":"names","kind":"configmaps","labelSelector":{"matchLabels":{"watch":"me"}},"jqFilter":".metadata.name","executeHookOnEvent":[],"executeHookOnSynchronization":false,"keepFullObjectsInMemory":false}]}'; exit 0; fi
+names=$(jq -c '[.[0].snapshots.names[].filterResult]' "$BINDING_CONTEXT_PATH")
+echo "[{\"op\":\"add\",\"path\":\"/watched/names\",\"value\":$names}]" > "$VALUES_JSON_PATCH_PATH"
+"#,
     );
     (modules, global)
 }
@@ -990,6 +1003,30 @@ async fn operator_runs_kubernetes_bindings_on_watch_events_against_fake_apiserve
         || async { items() == Some(serde_json::json!([{"k": "early"}, {"k": "v1"}])) },
     )
     .await;
+    let names = || {
+        s.fake
+            .get("v1/configmaps", Some(NS), "watched-config")
+            .and_then(|cm| {
+                let text = cm["data"]["names"].as_str()?.to_string();
+                serde_json::from_str::<serde_json::Value>(&text).ok()
+            })
+    };
+    // beforeHelm saw the other binding's live snapshot.
+    assert_eq!(
+        names(),
+        Some(serde_json::json!(["early", "late"])),
+        "{}",
+        op.log()
+    );
+    // Both bindings share one watch.
+    assert_eq!(
+        op.log()
+            .matches("kubernetes bindings: watching v1 configmaps")
+            .count(),
+        1,
+        "{}",
+        op.log()
+    );
     let ctx = std::fs::read_to_string(dir.path().join("added.json")).unwrap();
     let ctx: serde_json::Value = serde_json::from_str(&ctx).unwrap();
     let ctx = ctx
@@ -1068,5 +1105,6 @@ async fn operator_runs_kubernetes_bindings_on_watch_events_against_fake_apiserve
         || async { items() == Some(serde_json::json!([{"k": "early"}])) },
     )
     .await;
+    assert_eq!(names(), Some(serde_json::json!(["early"])), "{}", op.log());
     assert!(!op.log().contains("run failed"), "{}", op.log());
 }
