@@ -701,7 +701,11 @@ impl Operator {
                 "kubernetes bindings in force"
             );
         }
-        let late = self.kube.wait_synced(&started, KUBE_SYNC_WAIT).await;
+        let shutdown = self.signals.shutdown.clone();
+        let late = tokio::select! {
+            late = self.kube.wait_synced(&started, KUBE_SYNC_WAIT) => late,
+            _ = shutdown.cancelled() => return,
+        };
         if !late.is_empty() {
             tracing::warn!(
                 "kubernetes bindings not synchronized within {}s, their hooks see what is listed so far: {}",

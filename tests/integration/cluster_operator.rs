@@ -1107,4 +1107,43 @@ async fn operator_runs_kubernetes_bindings_on_watch_events_against_fake_apiserve
     .await;
     assert_eq!(names(), Some(serde_json::json!(["early"])), "{}", op.log());
     assert!(!op.log().contains("run failed"), "{}", op.log());
+
+    // The module disabled: uninstalled, and its bindings stop.
+    kubectl(
+        kc,
+        &[
+            "-n",
+            NS,
+            "patch",
+            "configmap",
+            "addon-operator",
+            "--type=merge",
+            "-p",
+            r#"{"data":{"watchedEnabled":"false"}}"#,
+        ],
+    )
+    .await;
+    eventually(Duration::from_secs(10), "watched uninstalled", || async {
+        s.fake
+            .get("v1/configmaps", Some(NS), "watched-config")
+            .is_none()
+    })
+    .await;
+    eventually(Duration::from_secs(5), "its watch stopped", || async {
+        op.log()
+            .contains("kubernetes bindings in force bindings=0 watches=0")
+    })
+    .await;
+    let n = runs();
+    kubectl(
+        kc,
+        &[
+            "apply",
+            "-f",
+            dir.path().join("late.yaml").to_str().unwrap(),
+        ],
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(runs(), n, "{}", op.log());
 }
