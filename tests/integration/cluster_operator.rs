@@ -919,7 +919,7 @@ fn kube_tree(dir: &Path) -> (PathBuf, PathBuf) {
     .unwrap();
     std::fs::write(
         d.join("templates/cm.yaml"),
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: watched-config\ndata:\n  count: {{ len .Values.watched.items | quote }}\n  items: {{ .Values.watched.items | toJson | quote }}\n  names: {{ .Values.watched.names | toJson | quote }}\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: watched-config\ndata:\n  count: {{ len .Values.watched.items | quote }}\n  items: {{ .Values.watched.items | toJson | quote }}\n  names: {{ .Values.watched.names | toJson | quote }}\n  global: {{ .Values.global.watchedCount | default 0 | quote }}\n",
     )
     .unwrap();
     let added = dir.join("added.json");
@@ -934,6 +934,15 @@ echo "[{{\"op\":\"add\",\"path\":\"/watched/items\",\"value\":$items}}]" > "$VAL
 "#,
             added = added.display()
         ),
+    );
+    // A global hook counting them into global values.
+    executable(
+        &global.join("gwatch.sh"),
+        r#"#!/bin/sh
+if [ "$1" = "--config" ]; then echo '{"configVersion":"v1","kubernetes":[{"name":"all","apiVersion":"v1","kind":"configmaps","labelSelector":{"matchLabels":{"watch":"me"}},"includeSnapshotsFrom":["all"],"keepFullObjectsInMemory":false}]}'; exit 0; fi
+n=$(jq '.[-1].snapshots.all | length' "$BINDING_CONTEXT_PATH")
+echo "[{\"op\":\"add\",\"path\":\"/global/watchedCount\",\"value\":$n}]" > "$VALUES_JSON_PATCH_PATH"
+"#,
     );
     // The same objects (one shared watch), snapshot only, read by beforeHelm.
     executable(
@@ -984,6 +993,12 @@ async fn operator_runs_kubernetes_bindings_on_watch_events_against_fake_apiserve
         || async { items() == Some(serde_json::json!([{"k": "early"}])) },
     )
     .await;
+    // The global hook's Synchronization at start saw it too.
+    let cm = s
+        .fake
+        .get("v1/configmaps", Some(NS), "watched-config")
+        .unwrap();
+    assert_eq!(cm["data"]["global"], "1", "{}", op.log());
 
     // Added.
     let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: late\n  namespace: addons\n  labels:\n    watch: me\ndata:\n  k: v1\n";
@@ -1018,15 +1033,25 @@ async fn operator_runs_kubernetes_bindings_on_watch_events_against_fake_apiserve
         "{}",
         op.log()
     );
-    // Both bindings share one watch.
-    assert_eq!(
+    // The three bindings share one watch.
+    assert!(
         op.log()
-            .matches("kubernetes bindings: watching v1 configmaps")
-            .count(),
-        1,
+            .contains("kubernetes bindings in force bindings=3 watches=1"),
         "{}",
         op.log()
     );
+    // The global hook's event converged again.
+    let global = || {
+        s.fake
+            .get("v1/configmaps", Some(NS), "watched-config")
+            .and_then(|cm| cm["data"]["global"].as_str().map(str::to_string))
+    };
+    eventually(
+        Duration::from_secs(5),
+        "the global count rendered",
+        || async { global().as_deref() == Some("2") },
+    )
+    .await;
     let ctx = std::fs::read_to_string(dir.path().join("added.json")).unwrap();
     let ctx: serde_json::Value = serde_json::from_str(&ctx).unwrap();
     let ctx = ctx
@@ -1085,16 +1110,32 @@ async fn operator_runs_kubernetes_bindings_on_watch_events_against_fake_apiserve
         || async { items() == Some(serde_json::json!([{"k": "early"}, {"k": "v2"}])) },
     )
     .await;
-    // A change the filter does not see runs nothing.
-    let runs = || op.log().matches("kubernetes event run done").count();
-    let n = runs();
+    // A change the filter does not see runs nothing; without a jqFilter
+    // (the global hook), any change of the object is Modified.
+    let runs = || {
+        op.log()
+            .matches("hooks/watch.sh': kubernetes event run done")
+            .count()
+    };
+    let global_runs = || {
+        op.log()
+            .matches("gwatch.sh': kubernetes event run done")
+            .count()
+    };
+    let (n, g) = (runs(), global_runs());
     assert!(n >= 2, "{}", op.log());
     kubectl(
         kc,
         &["-n", NS, "label", "configmap", "late", "unrelated=yes"],
     )
     .await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    eventually(
+        Duration::from_secs(5),
+        "the global hook's Modified run",
+        || async { global_runs() > g },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
     assert_eq!(runs(), n, "{}", op.log());
 
     // Deleted.
@@ -1129,9 +1170,12 @@ async fn operator_runs_kubernetes_bindings_on_watch_events_against_fake_apiserve
             .is_none()
     })
     .await;
-    eventually(Duration::from_secs(5), "its watch stopped", || async {
+    // Only the global hook's binding is left (the first line is from the start).
+    eventually(Duration::from_secs(5), "its bindings stopped", || async {
         op.log()
-            .contains("kubernetes bindings in force bindings=0 watches=0")
+            .matches("kubernetes bindings in force bindings=1 watches=1")
+            .count()
+            == 2
     })
     .await;
     let n = runs();
