@@ -24,7 +24,10 @@ pub use config::{OfflineConfig, write_config_data};
 pub use discovery::{Module, ModulesSettings, ModulesTree, discover};
 pub use enabled::{EnabledScriptError, EnabledState};
 pub use render::{RenderOptions, RenderedModule, render_modules};
-pub use session::{ConfigDelta, HookOperations, ScheduleBindingRef, Session};
+pub use session::{
+    ConfigDelta, HookKey, HookOperations, KubeBindingRef, LiveSnapshots, ScheduleBindingRef,
+    Session, SnapshotInput, hook_key,
+};
 
 /// Errors of this layer. Hook errors carry the hooks layer's text, which
 /// names the hook and the binding.

@@ -21,7 +21,9 @@
 //! `initial_values`) is [`Session::remembered_config`].
 //!
 //! Offline, kubernetes bindings see the snapshots of `--snapshots`
-//! ([`SnapshotInput`]), else empty ones. Schedules do not run offline; the
+//! ([`SnapshotInput`]), else empty ones; in the operator, the live ones its
+//! watches keep ([`SnapshotInput::Live`], [`Session::kubernetes_bindings`]).
+//! Schedules do not run offline; the
 //! operator runs them through [`Session::schedule_bindings`] and
 //! [`Session::run_schedule`], and executes the kubernetes operations hooks
 //! write ([`Session::take_kube_operations`]).
@@ -39,7 +41,7 @@ use super::discovery::{Module, ModulesSettings, ModulesTree, discover};
 use super::enabled::{
     EnabledInputs, EnabledState, dynamic_enabled, run_enabled_script, state_before_script,
 };
-use crate::hooks::config::ScheduleBinding;
+use crate::hooks::config::{KubernetesBinding, ScheduleBinding};
 use crate::hooks::context::{
     KubeEvent, combine_contexts, snapshots_from_objects, snapshots_from_recorded,
 };
@@ -75,6 +77,25 @@ pub enum SnapshotInput {
     /// A cluster dump (a list, or a `kind: List` with `items`): each binding
     /// gets the objects it would watch.
     Objects(Vec<Value>),
+    /// The operator's live snapshots, kept current by its watches.
+    Live(LiveSnapshots),
+}
+
+/// Live snapshots (`antiopa run`): by hook (module, or `None` for a global
+/// hook, and hook name), each kubernetes binding's current items, written
+/// by the operator's watches and read by every hook run.
+pub type LiveSnapshots = std::sync::Arc<std::sync::RwLock<BTreeMap<HookKey, Snapshots>>>;
+
+/// A hook: its module (`None`: a global hook) and its name.
+pub type HookKey = (Option<String>, String);
+
+/// The [`HookKey`] of a loaded hook.
+pub fn hook_key(hook: &Hook) -> HookKey {
+    let module = match &hook.scope {
+        HookScope::Global => None,
+        HookScope::Module { module, .. } => Some(module.clone()),
+    };
+    (module, hook.name.clone())
 }
 
 impl SnapshotInput {
@@ -125,6 +146,12 @@ impl SnapshotInput {
             SnapshotInput::None => Ok(Snapshots::new()),
             SnapshotInput::Recorded(r) => snapshots_from_recorded(&hook.config, r, jq),
             SnapshotInput::Objects(o) => snapshots_from_objects(&hook.config, o, jq),
+            SnapshotInput::Live(live) => Ok(live
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&hook_key(hook))
+                .cloned()
+                .unwrap_or_default()),
         }
     }
 }
@@ -180,6 +207,16 @@ pub struct HookOperations {
     /// Who asked, for messages: `hook 'NAME'` or `module 'M': hook 'NAME'`.
     pub hook: String,
     pub operations: Vec<KubeOperation>,
+}
+
+/// One kubernetes binding of a loaded hook ([`Session::kubernetes_bindings`]).
+#[derive(Clone, Debug)]
+pub struct KubeBindingRef {
+    /// The module whose hook it is; `None`: a global hook.
+    pub module: Option<String>,
+    /// The hook's name.
+    pub hook: String,
+    pub binding: KubernetesBinding,
 }
 
 /// One schedule binding of a loaded hook ([`Session::schedule_bindings`]).
@@ -1009,6 +1046,35 @@ impl Session {
                         module: module.cloned(),
                         hook: h.name.clone(),
                         index,
+                        binding: b.clone(),
+                    });
+                }
+            }
+        };
+        add(None, &self.global_hooks);
+        for name in modules {
+            let m = self.module(name)?.clone();
+            let hooks = self.module_hooks(&m, on_stderr)?;
+            add(Some(name), &hooks);
+        }
+        Ok(out)
+    }
+
+    /// The `kubernetes` bindings of the global hooks and of the hooks of
+    /// `modules` (loading hooks not loaded yet), in hook order.
+    pub fn kubernetes_bindings(
+        &mut self,
+        modules: &[String],
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<Vec<KubeBindingRef>, ModuleError> {
+        self.load_global_hooks(on_stderr)?;
+        let mut out = Vec::new();
+        let mut add = |module: Option<&String>, hooks: &[Hook]| {
+            for h in hooks {
+                for b in &h.config.kubernetes {
+                    out.push(KubeBindingRef {
+                        module: module.cloned(),
+                        hook: h.name.clone(),
                         binding: b.clone(),
                     });
                 }

@@ -21,6 +21,11 @@
 //!   hooks and of the enabled modules' hooks fire on their crontabs; a
 //!   module hook that changes its module's values runs the module again, a
 //!   global hook that changes global values converges again.
+//! - **Kubernetes bindings** ([`kube_events`]): one watch per kubernetes
+//!   binding of the global hooks and of the enabled modules' hooks keeps
+//!   its snapshot for every hook run; after the initial list, events run
+//!   the hook with an `Event` context, and changed values run its module
+//!   again (a global hook's: converge).
 //! - **Hook outputs** ([`patch`]): the kubernetes operations every hook
 //!   run writes (`KUBERNETES_PATCH_PATH`) are executed after it.
 //! - **Module directories** are rescanned periodically and on a reload
@@ -35,6 +40,7 @@
 
 pub mod backoff;
 pub mod configmap;
+mod kube_events;
 mod module_run;
 mod patch;
 pub mod render;
@@ -57,6 +63,10 @@ use crate::module::{ModuleError, ModulesSettings, OfflineConfig, Session};
 use crate::release;
 use configmap::ConfigSource;
 pub use state::{ModuleStatus, Phase, Status};
+
+/// How long a converge waits for new kubernetes bindings' initial lists
+/// before their hooks run with what is listed so far.
+const KUBE_SYNC_WAIT: Duration = Duration::from_secs(10);
 
 /// The label every release the operator writes carries (value: the
 /// module's name): how it tells its releases from others in the namespace.
@@ -237,6 +247,8 @@ struct Operator {
     failures: Vec<String>,
     /// Schedule bindings in force.
     schedules: schedule::Schedules,
+    /// Kubernetes bindings' watches in force.
+    kube: kube_events::KubeWatches,
 }
 
 /// Runs the operator until `signals.shutdown` (or, with `once`, one
@@ -284,7 +296,9 @@ pub async fn run(
         fingerprint,
         failures: Vec::new(),
         schedules: schedule::Schedules::default(),
+        kube: kube_events::KubeWatches::default(),
     };
+    op.set_live_snapshots();
     op.run().await
 }
 
@@ -330,6 +344,11 @@ impl Operator {
                     self.run_schedules(fired).await;
                     continue;
                 }
+                let events = self.kube.take_ready();
+                if !events.is_empty() {
+                    self.run_kube_events(events).await;
+                    continue;
+                }
                 if self.ctx.settings.once && self.work.is_empty() {
                     return match self.failures.is_empty() {
                         true => Ok(()),
@@ -353,6 +372,9 @@ impl Operator {
                     // The watch task ended: only at shutdown.
                     Err(_) => shutdown.cancelled().await,
                 },
+                ev = self.kube.recv(), if self.config_data.is_some() => {
+                    self.run_kube_events(vec![ev]).await;
+                }
                 _ = reload.notified() => {
                     tracing::info!("reload requested: looking at the module directories");
                     self.rescan(true).await;
@@ -452,6 +474,8 @@ impl Operator {
                 self.global_started = false;
                 // The hooks are loaded afresh: the converge sets them again.
                 self.schedules.clear();
+                self.kube.clear();
+                self.set_live_snapshots();
                 self.work.converge_at = Some(Instant::now());
             }
             Ok(Err(e)) => {
@@ -470,6 +494,10 @@ impl Operator {
         self.work.converge_at = None;
         let started = Instant::now();
         let first = !self.global_started;
+        if first {
+            // Global hooks' Synchronization runs with the initial lists.
+            self.refresh_kube().await;
+        }
         let view = self.ctx.with_session(move |s| enabled_view(s, first)).await;
         let view = match view {
             Ok(v) => v,
@@ -537,6 +565,8 @@ impl Operator {
             }
         }
         self.enabled = enabled_now;
+        // Enabled modules' watches, listed before their Synchronization.
+        self.refresh_kube().await;
 
         // ModuleRun, by order; modules of equal order together.
         let mut groups: BTreeMap<u32, Vec<String>> = BTreeMap::new();
@@ -627,6 +657,138 @@ impl Operator {
                 }
             }
             Err(e) => tracing::error!("schedule bindings: {e}"),
+        }
+    }
+
+    /// Gives the session the watches' live snapshots (not with `--once`,
+    /// which watches nothing).
+    fn set_live_snapshots(&mut self) {
+        if self.ctx.settings.once {
+            return;
+        }
+        let live = self.kube.live();
+        let mut s = self.ctx.session.lock().unwrap_or_else(|p| p.into_inner());
+        s.snapshots = crate::module::SnapshotInput::Live(live);
+    }
+
+    /// Puts in force the kubernetes bindings of the global hooks and the
+    /// enabled modules' hooks (a disabled module's stop), then waits for
+    /// their initial lists. Not with `--once`.
+    async fn refresh_kube(&mut self) {
+        if self.ctx.settings.once {
+            return;
+        }
+        let enabled: Vec<String> = self.enabled.iter().cloned().collect();
+        let bindings = self
+            .ctx
+            .with_session(move |s| s.kubernetes_bindings(&enabled, &mut hook_log))
+            .await;
+        let bindings = match bindings {
+            Ok(b) => b,
+            Err(e) => return tracing::error!("kubernetes bindings: {e}"),
+        };
+        let before = self.kube.len();
+        let started = self.kube.set(
+            bindings,
+            &self.ctx.cluster,
+            &self.ctx.settings.hooks.jq,
+            &self.signals.shutdown,
+        );
+        if self.kube.len() != before {
+            tracing::info!(
+                bindings = self.kube.len(),
+                watches = self.kube.watches(),
+                "kubernetes bindings in force"
+            );
+        }
+        let shutdown = self.signals.shutdown.clone();
+        let late = tokio::select! {
+            late = self.kube.wait_synced(&started, KUBE_SYNC_WAIT) => late,
+            _ = shutdown.cancelled() => return,
+        };
+        if !late.is_empty() {
+            tracing::warn!(
+                "kubernetes bindings not synchronized within {}s, their hooks see what is listed so far: {}",
+                KUBE_SYNC_WAIT.as_secs(),
+                late.join(", ")
+            );
+        }
+    }
+
+    /// Runs hooks for kubernetes events: consecutive events of one hook
+    /// in one run, then what their values changes ask for.
+    async fn run_kube_events(&mut self, events: Vec<kube_events::HookEvent>) {
+        let mut batches: Vec<Vec<kube_events::HookEvent>> = Vec::new();
+        for ev in events {
+            match batches.last_mut() {
+                Some(b) if b[0].module == ev.module && b[0].hook == ev.hook => b.push(ev),
+                _ => batches.push(vec![ev]),
+            }
+        }
+        for batch in batches {
+            if self.signals.shutdown.is_cancelled() {
+                return;
+            }
+            let (module, hook) = (batch[0].module.clone(), batch[0].hook.clone());
+            if module.as_ref().is_some_and(|m| !self.enabled.contains(m)) {
+                continue;
+            }
+            let allow_failure = batch.iter().all(|e| e.allow_failure);
+            let mut names: Vec<String> = batch.iter().map(|e| e.binding.clone()).collect();
+            names.dedup();
+            let ctx = crate::hooks::context::combine_contexts(
+                batch.into_iter().map(|e| vec![e.context]).collect(),
+            );
+            let (m, h) = (module.clone(), hook.clone());
+            let ran = self
+                .ctx
+                .with_session(move |s| match &m {
+                    Some(m) => s.run_module_hook_by_name(
+                        m,
+                        &h,
+                        BindingType::Kubernetes,
+                        &ctx,
+                        &mut hook_log,
+                    ),
+                    None => {
+                        s.run_global_hook_by_name(&h, BindingType::Kubernetes, &ctx, &mut hook_log)
+                    }
+                })
+                .await
+                .map_err(|e| e.to_string());
+            let ops = self.ctx.execute_hook_operations().await;
+            let who = match &module {
+                Some(m) => format!("module '{m}': hook '{hook}'"),
+                None => format!("hook '{hook}'"),
+            };
+            let binding = names.join(",");
+            match ran.and_then(|changed| ops.map(|()| changed)) {
+                Ok(changed) => {
+                    tracing::info!(binding = %binding, "{who}: kubernetes event run done");
+                    if !changed {
+                        continue;
+                    }
+                    let now = Instant::now();
+                    match &module {
+                        Some(m) => {
+                            tracing::info!(module = %m, "kubernetes hook changed the values: running it again");
+                            self.work.modules.insert(m.clone(), now);
+                        }
+                        None => {
+                            tracing::info!(
+                                "kubernetes hook changed global values: converging again"
+                            );
+                            self.work.converge_at = Some(now);
+                        }
+                    }
+                }
+                Err(e) if allow_failure => {
+                    tracing::warn!(binding = %binding, "{who}: kubernetes event run failed (allowFailure): {e}")
+                }
+                Err(e) => {
+                    tracing::error!(binding = %binding, "{who}: kubernetes event run failed: {e}")
+                }
+            }
         }
     }
 

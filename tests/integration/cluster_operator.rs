@@ -871,3 +871,300 @@ async fn operator_runs_schedule_bindings_and_executes_hook_kubernetes_operations
     tokio::time::sleep(Duration::from_millis(2500)).await;
     assert_eq!(ticks(), stopped, "{}", op.log());
 }
+
+/// A module `watched` whose hook binds ConfigMaps labelled `watch=me`
+/// with jqFilter `.data` (and its own snapshot in every context): each run
+/// writes the snapshot's filter results into `watched.items`, which the
+/// chart renders; the first `Added` context is kept in a file.
+fn kube_tree(dir: &Path) -> (PathBuf, PathBuf) {
+    let modules = dir.join("modules");
+    let global = dir.join("global-hooks");
+    std::fs::create_dir_all(&global).unwrap();
+    let d = modules.join("010-watched");
+    std::fs::create_dir_all(d.join("templates")).unwrap();
+    std::fs::create_dir_all(d.join("hooks")).unwrap();
+    std::fs::write(modules.join("values.yaml"), "watchedEnabled: true\n").unwrap();
+    std::fs::write(
+        d.join("Chart.yaml"),
+        "apiVersion: v2\nname: watched\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("values.yaml"),
+        "watched:\n  items: []\n  names: []\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("templates/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: watched-config\ndata:\n  count: {{ len .Values.watched.items | quote }}\n  items: {{ .Values.watched.items | toJson | quote }}\n  names: {{ .Values.watched.names | toJson | quote }}\n  global: {{ .Values.global.watchedCount | default 0 | quote }}\n",
+    )
+    .unwrap();
+    let added = dir.join("added.json");
+    executable(
+        &d.join("hooks/watch.sh"),
+        &format!(
+            r#"#!/bin/sh
+if [ "$1" = "--config" ]; then echo '{{"configVersion":"v1","kubernetes":[{{"name":"cms","apiVersion":"v1","kind":"configmaps","labelSelector":{{"matchLabels":{{"watch":"me"}}}},"jqFilter":".data","includeSnapshotsFrom":["cms"]}}]}}'; exit 0; fi
+if [ ! -e {added} ] && jq -e 'any(.[]; .watchEvent == "Added")' "$BINDING_CONTEXT_PATH" >/dev/null; then cp "$BINDING_CONTEXT_PATH" {added}; fi
+items=$(jq -c '[.[-1].snapshots.cms[].filterResult]' "$BINDING_CONTEXT_PATH")
+echo "[{{\"op\":\"add\",\"path\":\"/watched/items\",\"value\":$items}}]" > "$VALUES_JSON_PATCH_PATH"
+"#,
+            added = added.display()
+        ),
+    );
+    // A global hook counting them into global values.
+    executable(
+        &global.join("gwatch.sh"),
+        r#"#!/bin/sh
+if [ "$1" = "--config" ]; then echo '{"configVersion":"v1","kubernetes":[{"name":"all","apiVersion":"v1","kind":"configmaps","labelSelector":{"matchLabels":{"watch":"me"}},"includeSnapshotsFrom":["all"],"keepFullObjectsInMemory":false}]}'; exit 0; fi
+n=$(jq '.[-1].snapshots.all | length' "$BINDING_CONTEXT_PATH")
+echo "[{\"op\":\"add\",\"path\":\"/global/watchedCount\",\"value\":$n}]" > "$VALUES_JSON_PATCH_PATH"
+"#,
+    );
+    // The same objects (one shared watch), snapshot only, read by beforeHelm.
+    executable(
+        &d.join("hooks/names.sh"),
+        r#"#!/bin/sh
+if [ "$1" = "--config" ]; then echo '{"configVersion":"v1","beforeHelm":1,"kubernetes":[{"name":"names","kind":"configmaps","labelSelector":{"matchLabels":{"watch":"me"}},"jqFilter":".metadata.name","executeHookOnEvent":[],"executeHookOnSynchronization":false,"keepFullObjectsInMemory":false}]}'; exit 0; fi
+names=$(jq -c '[.[0].snapshots.names[].filterResult]' "$BINDING_CONTEXT_PATH")
+echo "[{\"op\":\"add\",\"path\":\"/watched/names\",\"value\":$names}]" > "$VALUES_JSON_PATCH_PATH"
+"#,
+    );
+    (modules, global)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_runs_kubernetes_bindings_on_watch_events_against_fake_apiserver() {
+    let s = serve().await;
+    let kc = &s.kubeconfig;
+    let dir = tempfile::tempdir().unwrap();
+    let (modules, global) = kube_tree(dir.path());
+    kubectl(kc, &["create", "namespace", NS]).await;
+    kubectl(kc, &["-n", NS, "create", "configmap", "addon-operator"]).await;
+    // Listed at start: in the Synchronization run's snapshot.
+    let before = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: early\n  namespace: addons\n  labels:\n    watch: me\ndata:\n  k: early\n";
+    std::fs::write(dir.path().join("early.yaml"), before).unwrap();
+    kubectl(
+        kc,
+        &[
+            "apply",
+            "-f",
+            dir.path().join("early.yaml").to_str().unwrap(),
+        ],
+    )
+    .await;
+    // Not labelled: never seen.
+    kubectl(kc, &["-n", NS, "create", "configmap", "other"]).await;
+    let op = Operator::start(kc, &modules, &global, &dir.path().join("op.log"), &[]);
+    let items = || {
+        s.fake
+            .get("v1/configmaps", Some(NS), "watched-config")
+            .and_then(|cm| {
+                let text = cm["data"]["items"].as_str()?.to_string();
+                serde_json::from_str::<serde_json::Value>(&text).ok()
+            })
+    };
+    eventually(
+        Duration::from_secs(30),
+        "watched rendered with the listed object",
+        || async { items() == Some(serde_json::json!([{"k": "early"}])) },
+    )
+    .await;
+    // The global hook's Synchronization at start saw it too.
+    let cm = s
+        .fake
+        .get("v1/configmaps", Some(NS), "watched-config")
+        .unwrap();
+    assert_eq!(cm["data"]["global"], "1", "{}", op.log());
+
+    // Added.
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: late\n  namespace: addons\n  labels:\n    watch: me\ndata:\n  k: v1\n";
+    std::fs::write(dir.path().join("late.yaml"), cm).unwrap();
+    kubectl(
+        kc,
+        &[
+            "apply",
+            "-f",
+            dir.path().join("late.yaml").to_str().unwrap(),
+        ],
+    )
+    .await;
+    eventually(
+        Duration::from_secs(5),
+        "the added object rendered",
+        || async { items() == Some(serde_json::json!([{"k": "early"}, {"k": "v1"}])) },
+    )
+    .await;
+    let names = || {
+        s.fake
+            .get("v1/configmaps", Some(NS), "watched-config")
+            .and_then(|cm| {
+                let text = cm["data"]["names"].as_str()?.to_string();
+                serde_json::from_str::<serde_json::Value>(&text).ok()
+            })
+    };
+    // beforeHelm saw the other binding's live snapshot.
+    assert_eq!(
+        names(),
+        Some(serde_json::json!(["early", "late"])),
+        "{}",
+        op.log()
+    );
+    // The three bindings share one watch.
+    assert!(
+        op.log()
+            .contains("kubernetes bindings in force bindings=3 watches=1"),
+        "{}",
+        op.log()
+    );
+    // The global hook's event converged again.
+    let global = || {
+        s.fake
+            .get("v1/configmaps", Some(NS), "watched-config")
+            .and_then(|cm| cm["data"]["global"].as_str().map(str::to_string))
+    };
+    eventually(
+        Duration::from_secs(5),
+        "the global count rendered",
+        || async { global().as_deref() == Some("2") },
+    )
+    .await;
+    let ctx = std::fs::read_to_string(dir.path().join("added.json")).unwrap();
+    let ctx: serde_json::Value = serde_json::from_str(&ctx).unwrap();
+    let ctx = ctx
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["watchEvent"] == "Added")
+        .unwrap()
+        .clone();
+    let keys: Vec<&String> = ctx.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "binding",
+            "filterResult",
+            "object",
+            "snapshots",
+            "type",
+            "watchEvent"
+        ],
+        "{ctx}"
+    );
+    assert_eq!(ctx["binding"], "cms");
+    assert_eq!(ctx["type"], "Event");
+    assert_eq!(ctx["filterResult"], serde_json::json!({"k": "v1"}));
+    assert_eq!(ctx["object"]["kind"], "ConfigMap");
+    assert_eq!(ctx["object"]["apiVersion"], "v1");
+    assert_eq!(ctx["object"]["metadata"]["name"], "late");
+    assert!(ctx["object"]["metadata"].get("managedFields").is_none());
+    assert_eq!(
+        ctx["snapshots"]["cms"],
+        serde_json::json!([
+            {"filterResult": {"k": "early"}, "object": ctx["snapshots"]["cms"][0]["object"]},
+            {"filterResult": {"k": "v1"}, "object": ctx["snapshots"]["cms"][1]["object"]},
+        ])
+    );
+
+    // Modified.
+    kubectl(
+        kc,
+        &[
+            "-n",
+            NS,
+            "patch",
+            "configmap",
+            "late",
+            "--type=merge",
+            "-p",
+            r#"{"data":{"k":"v2"}}"#,
+        ],
+    )
+    .await;
+    eventually(
+        Duration::from_secs(5),
+        "the modified object rendered",
+        || async { items() == Some(serde_json::json!([{"k": "early"}, {"k": "v2"}])) },
+    )
+    .await;
+    // A change the filter does not see runs nothing; without a jqFilter
+    // (the global hook), any change of the object is Modified.
+    let runs = || {
+        op.log()
+            .matches("hooks/watch.sh': kubernetes event run done")
+            .count()
+    };
+    let global_runs = || {
+        op.log()
+            .matches("gwatch.sh': kubernetes event run done")
+            .count()
+    };
+    let (n, g) = (runs(), global_runs());
+    assert!(n >= 2, "{}", op.log());
+    kubectl(
+        kc,
+        &["-n", NS, "label", "configmap", "late", "unrelated=yes"],
+    )
+    .await;
+    eventually(
+        Duration::from_secs(5),
+        "the global hook's Modified run",
+        || async { global_runs() > g },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(runs(), n, "{}", op.log());
+
+    // Deleted.
+    kubectl(kc, &["-n", NS, "delete", "configmap", "late"]).await;
+    eventually(
+        Duration::from_secs(5),
+        "the deleted object gone from the render",
+        || async { items() == Some(serde_json::json!([{"k": "early"}])) },
+    )
+    .await;
+    assert_eq!(names(), Some(serde_json::json!(["early"])), "{}", op.log());
+    assert!(!op.log().contains("run failed"), "{}", op.log());
+
+    // The module disabled: uninstalled, and its bindings stop.
+    kubectl(
+        kc,
+        &[
+            "-n",
+            NS,
+            "patch",
+            "configmap",
+            "addon-operator",
+            "--type=merge",
+            "-p",
+            r#"{"data":{"watchedEnabled":"false"}}"#,
+        ],
+    )
+    .await;
+    eventually(Duration::from_secs(10), "watched uninstalled", || async {
+        s.fake
+            .get("v1/configmaps", Some(NS), "watched-config")
+            .is_none()
+    })
+    .await;
+    // Only the global hook's binding is left (the first line is from the start).
+    eventually(Duration::from_secs(5), "its bindings stopped", || async {
+        op.log()
+            .matches("kubernetes bindings in force bindings=1 watches=1")
+            .count()
+            == 2
+    })
+    .await;
+    let n = runs();
+    kubectl(
+        kc,
+        &[
+            "apply",
+            "-f",
+            dir.path().join("late.yaml").to_str().unwrap(),
+        ],
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(runs(), n, "{}", op.log());
+}
