@@ -540,7 +540,9 @@ impl SubState {
         // The event carries the whole object; the snapshot only when asked.
         let mut full = b.clone();
         full.keep_full_objects_in_memory = true;
-        let item = match SnapshotObject::new(&full, value, &sh.jq) {
+        // The jqFilter may run in the jq worker process: a blocking call,
+        // so this runtime thread hands its other tasks over meanwhile.
+        let item = match tokio::task::block_in_place(|| SnapshotObject::new(&full, value, &sh.jq)) {
             Ok(i) => i,
             Err(e) => {
                 tracing::error!("{}: {e}", who(&self.sub.binding));
