@@ -164,6 +164,24 @@ async fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// A merge patch of the operator's ConfigMap, as a user edits it.
+async fn patch_config(kubeconfig: &Path, patch: &str) {
+    kubectl(
+        kubeconfig,
+        &[
+            "-n",
+            NS,
+            "patch",
+            "configmap",
+            "addon-operator",
+            "--type=merge",
+            "-p",
+            patch,
+        ],
+    )
+    .await;
+}
+
 /// The operator's namespace, and its ConfigMap with one `key=value`.
 async fn prepare(kubeconfig: &Path, config: Option<&str>) {
     kubectl(kubeconfig, &["create", "namespace", NS]).await;
@@ -301,20 +319,7 @@ async fn operator_converges_isolates_a_failing_module_and_follows_its_configmap_
     assert_eq!(writes(&idle), 0, "an idle operator wrote: {idle:?}");
 
     // One module's section: that module alone runs again.
-    kubectl(
-        kc,
-        &[
-            "-n",
-            NS,
-            "patch",
-            "configmap",
-            "addon-operator",
-            "--type=merge",
-            "-p",
-            r#"{"data":{"alpha":"greeting: changed"}}"#,
-        ],
-    )
-    .await;
+    patch_config(kc, r#"{"data":{"alpha":"greeting: changed"}}"#).await;
     eventually(Duration::from_secs(10), "alpha at revision 2", || async {
         last(&c, "alpha").await.map(|r| r.version) == Some(2)
     })
@@ -342,20 +347,7 @@ async fn operator_converges_isolates_a_failing_module_and_follows_its_configmap_
         r#"{"data":{"alpha":"greeting: 5"}}"#,
         r#"{"data":{"alpha":"greeting: changed","gammaEnabled":"maybe"}}"#,
     ] {
-        kubectl(
-            kc,
-            &[
-                "-n",
-                NS,
-                "patch",
-                "configmap",
-                "addon-operator",
-                "--type=merge",
-                "-p",
-                bad,
-            ],
-        )
-        .await;
+        patch_config(kc, bad).await;
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
     let log = op.log();
@@ -380,20 +372,7 @@ async fn operator_converges_isolates_a_failing_module_and_follows_its_configmap_
 
     // gammaEnabled: "false" → gamma uninstalled; alpha and beta read
     // global.enabledModules, so they render anew.
-    kubectl(
-        kc,
-        &[
-            "-n",
-            NS,
-            "patch",
-            "configmap",
-            "addon-operator",
-            "--type=merge",
-            "-p",
-            r#"{"data":{"gammaEnabled":"false"}}"#,
-        ],
-    )
-    .await;
+    patch_config(kc, r#"{"data":{"gammaEnabled":"false"}}"#).await;
     eventually(Duration::from_secs(10), "gamma uninstalled", || async {
         last(&c, "gamma").await.is_none()
     })
@@ -846,20 +825,7 @@ async fn operator_runs_schedule_bindings_and_executes_hook_kubernetes_operations
     .await;
 
     // counter disabled: uninstalled, and its schedule stops.
-    kubectl(
-        kc,
-        &[
-            "-n",
-            NS,
-            "patch",
-            "configmap",
-            "addon-operator",
-            "--type=merge",
-            "-p",
-            r#"{"data":{"counterEnabled":"false"}}"#,
-        ],
-    )
-    .await;
+    patch_config(kc, r#"{"data":{"counterEnabled":"false"}}"#).await;
     eventually(Duration::from_secs(10), "counter uninstalled", || async {
         s.fake
             .get("v1/configmaps", Some(NS), "counter-config")
@@ -1127,20 +1093,7 @@ async fn operator_runs_kubernetes_bindings_on_watch_events_against_fake_apiserve
     assert!(!op.log().contains("run failed"), "{}", op.log());
 
     // The module disabled: uninstalled, and its bindings stop.
-    kubectl(
-        kc,
-        &[
-            "-n",
-            NS,
-            "patch",
-            "configmap",
-            "addon-operator",
-            "--type=merge",
-            "-p",
-            r#"{"data":{"watchedEnabled":"false"}}"#,
-        ],
-    )
-    .await;
+    patch_config(kc, r#"{"data":{"watchedEnabled":"false"}}"#).await;
     eventually(Duration::from_secs(10), "watched uninstalled", || async {
         s.fake
             .get("v1/configmaps", Some(NS), "watched-config")
