@@ -1030,6 +1030,28 @@ impl Session {
         std::mem::take(&mut self.kube_operations)
     }
 
+    /// The global hooks, then the hooks of `modules` (loading hooks not
+    /// loaded yet), each with its module's name (`None`: global).
+    fn hooks_of(
+        &mut self,
+        modules: &[String],
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<Vec<(Option<String>, Hook)>, ModuleError> {
+        self.load_global_hooks(on_stderr)?;
+        let mut out: Vec<(Option<String>, Hook)> = self
+            .global_hooks
+            .iter()
+            .map(|h| (None, h.clone()))
+            .collect();
+        for name in modules {
+            let m = self.module(name)?.clone();
+            for h in self.module_hooks(&m, on_stderr)? {
+                out.push((Some(name.clone()), h));
+            }
+        }
+        Ok(out)
+    }
+
     /// The `schedule` bindings of the global hooks and of the hooks of
     /// `modules` (loading hooks not loaded yet), in hook order.
     pub fn schedule_bindings(
@@ -1037,25 +1059,16 @@ impl Session {
         modules: &[String],
         on_stderr: &mut dyn FnMut(&str),
     ) -> Result<Vec<ScheduleBindingRef>, ModuleError> {
-        self.load_global_hooks(on_stderr)?;
         let mut out = Vec::new();
-        let mut add = |module: Option<&String>, hooks: &[Hook]| {
-            for h in hooks {
-                for (index, b) in h.config.schedules.iter().enumerate() {
-                    out.push(ScheduleBindingRef {
-                        module: module.cloned(),
-                        hook: h.name.clone(),
-                        index,
-                        binding: b.clone(),
-                    });
-                }
+        for (module, h) in self.hooks_of(modules, on_stderr)? {
+            for (index, b) in h.config.schedules.iter().enumerate() {
+                out.push(ScheduleBindingRef {
+                    module: module.clone(),
+                    hook: h.name.clone(),
+                    index,
+                    binding: b.clone(),
+                });
             }
-        };
-        add(None, &self.global_hooks);
-        for name in modules {
-            let m = self.module(name)?.clone();
-            let hooks = self.module_hooks(&m, on_stderr)?;
-            add(Some(name), &hooks);
         }
         Ok(out)
     }
@@ -1067,24 +1080,15 @@ impl Session {
         modules: &[String],
         on_stderr: &mut dyn FnMut(&str),
     ) -> Result<Vec<KubeBindingRef>, ModuleError> {
-        self.load_global_hooks(on_stderr)?;
         let mut out = Vec::new();
-        let mut add = |module: Option<&String>, hooks: &[Hook]| {
-            for h in hooks {
-                for b in &h.config.kubernetes {
-                    out.push(KubeBindingRef {
-                        module: module.cloned(),
-                        hook: h.name.clone(),
-                        binding: b.clone(),
-                    });
-                }
+        for (module, h) in self.hooks_of(modules, on_stderr)? {
+            for b in &h.config.kubernetes {
+                out.push(KubeBindingRef {
+                    module: module.clone(),
+                    hook: h.name.clone(),
+                    binding: b.clone(),
+                });
             }
-        };
-        add(None, &self.global_hooks);
-        for name in modules {
-            let m = self.module(name)?.clone();
-            let hooks = self.module_hooks(&m, on_stderr)?;
-            add(Some(name), &hooks);
         }
         Ok(out)
     }
