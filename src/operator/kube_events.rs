@@ -537,7 +537,7 @@ impl SubState {
             return None;
         }
         let b = &self.sub.binding.binding;
-        // The event carries the whole object; the snapshot only when asked.
+        // Built with the whole object, for the checksum below.
         let mut full = b.clone();
         full.keep_full_objects_in_memory = true;
         // The jqFilter may run in the jq worker process: a blocking call,
@@ -553,6 +553,13 @@ impl SubState {
             Some(_) => checksum(item.filter_result.as_ref()),
             None => checksum(item.object.as_ref()),
         };
+        // As shell-operator's informer: the checksum is of the whole
+        // object, then `keepFullObjectsInMemory: false` drops it from the
+        // cache and from the event it fires alike.
+        let mut item = item;
+        if !b.keep_full_objects_in_memory {
+            item.object = None;
+        }
         Some((
             (item.namespace.clone(), item.name.clone()),
             Kept { item, checksum },
@@ -580,19 +587,7 @@ impl SubState {
 
     /// Writes the snapshot where the session reads it.
     fn publish(&self, sh: &Shared) {
-        let keep_object = self.sub.binding.binding.keep_full_objects_in_memory;
-        let mut items: Vec<SnapshotObject> = self
-            .kept
-            .values()
-            .map(|k| SnapshotObject {
-                object: if keep_object {
-                    k.item.object.clone()
-                } else {
-                    None
-                },
-                ..k.item.clone()
-            })
-            .collect();
+        let mut items: Vec<SnapshotObject> = self.kept.values().map(|k| k.item.clone()).collect();
         sort_snapshot(&mut items);
         sh.live
             .write()

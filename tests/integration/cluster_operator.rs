@@ -884,6 +884,8 @@ echo "[{{\"op\":\"add\",\"path\":\"/watched/items\",\"value\":$items}}]" > "$VAL
         r#"#!/bin/sh
 if [ "$1" = "--config" ]; then echo '{"configVersion":"v1","kubernetes":[{"name":"all","apiVersion":"v1","kind":"configmaps","labelSelector":{"matchLabels":{"watch":"me"}},"includeSnapshotsFrom":["all"],"keepFullObjectsInMemory":false}]}'; exit 0; fi
 n=$(jq '.[-1].snapshots.all | length' "$BINDING_CONTEXT_PATH")
+# keepFullObjectsInMemory: false drops the object from Event contexts too.
+if [ "$(jq '[.[] | select(.type == "Event") | has("object")] | any' "$BINDING_CONTEXT_PATH")" = "true" ]; then n=-1; fi
 echo "[{\"op\":\"add\",\"path\":\"/global/watchedCount\",\"value\":$n}]" > "$VALUES_JSON_PATCH_PATH"
 "#,
     );
