@@ -270,7 +270,7 @@ fn watch_key(b: &KubernetesBinding) -> WatchKey {
     names.sort();
     names.dedup();
     serde_json::json!([
-        b.api_version.as_deref().unwrap_or("v1"),
+        b.api_version.as_deref().unwrap_or(""),
         b.kind.to_ascii_lowercase(),
         names,
         b.label_selector.as_ref().and_then(label_selector_string),
@@ -313,11 +313,19 @@ struct SubState {
 impl WatchTask {
     async fn run(self, mut subs: watch::Receiver<Vec<Sub>>, token: CancellationToken) {
         let b = &self.template;
-        let api_version = b.api_version.clone().unwrap_or_else(|| "v1".into());
-        let what = format!("{api_version} {}", b.kind);
-        // The kind may be a kind in any case, a plural or a short name.
+        let what = format!(
+            "{} {}",
+            b.api_version.as_deref().unwrap_or("(any group)"),
+            b.kind
+        );
+        // The kind may be a kind in any case, a plural or a short name;
+        // without an apiVersion, in any group (the core group first).
         let (resource, namespaced) = loop {
-            match resolve(&self.cluster, &api_version, &b.kind).await {
+            let found = match &b.api_version {
+                Some(v) => resolve(&self.cluster, v, &b.kind).await,
+                None => resolve_any_group(&self.cluster, &b.kind).await,
+            };
+            match found {
                 Ok(Some(r)) => break r,
                 Ok(None) => tracing::warn!(
                     "kubernetes binding: {what} is not served (yet); asking again in 5s"
@@ -637,6 +645,31 @@ fn checksum(v: Option<&Value>) -> u64 {
 
 /// `kind` (any case, plural or short name) of `api_version` to its
 /// resource and scope; `None` when the server does not serve it.
+/// [`resolve`] in the core group, then in each API group's preferred
+/// version, as shell-operator looks a kind up when a binding names no
+/// apiVersion.
+async fn resolve_any_group(
+    cluster: &Cluster,
+    kind: &str,
+) -> Result<Option<(ApiResource, bool)>, kube::Error> {
+    if let Some(found) = resolve(cluster, "v1", kind).await? {
+        return Ok(Some(found));
+    }
+    let groups = cluster.request(cluster.client().list_api_groups()).await?;
+    for g in groups.groups {
+        let Some(version) = g
+            .preferred_version
+            .or_else(|| g.versions.into_iter().next())
+        else {
+            continue;
+        };
+        if let Some(found) = resolve(cluster, &version.group_version, kind).await? {
+            return Ok(Some(found));
+        }
+    }
+    Ok(None)
+}
+
 async fn resolve(
     cluster: &Cluster,
     api_version: &str,
@@ -722,6 +755,40 @@ fn field_selector_string(b: &KubernetesBinding) -> Option<String> {
 mod tests {
     use super::*;
     use crate::hooks::config::{LabelSelector, LabelSelectorRequirement};
+
+    #[tokio::test]
+    async fn a_kind_without_api_version_is_found_in_any_group_against_fake_apiserver() {
+        let fake = fake_apiserver::FakeApiServer::new();
+        let cluster = Cluster::from_client(
+            fake.client(),
+            crate::cluster::RateLimit { qps: 0.0, burst: 1 },
+        );
+        let found = |kind: &'static str| {
+            let cluster = cluster.clone();
+            async move {
+                resolve_any_group(&cluster, kind)
+                    .await
+                    .unwrap()
+                    .map(|(r, namespaced)| (r.api_version, r.plural, namespaced))
+            }
+        };
+        let deployments = Some(("apps/v1".to_string(), "deployments".to_string(), true));
+        assert_eq!(found("Deployment").await, deployments);
+        assert_eq!(found("deploy").await, deployments);
+        assert_eq!(
+            found("configmaps").await,
+            Some(("v1".to_string(), "configmaps".to_string(), true))
+        );
+        assert_eq!(
+            found("ClusterRole").await,
+            Some((
+                "rbac.authorization.k8s.io/v1".to_string(),
+                "clusterroles".to_string(),
+                false
+            ))
+        );
+        assert_eq!(found("NoSuchKind").await, None);
+    }
 
     #[test]
     fn label_selectors_as_query_strings() {
