@@ -270,7 +270,9 @@ fn watch_key(b: &KubernetesBinding) -> WatchKey {
     names.sort();
     names.dedup();
     serde_json::json!([
-        b.api_version.as_deref().unwrap_or(""),
+        // No apiVersion looks in the core group first: the same watch as
+        // `v1` for core kinds.
+        b.api_version.as_deref().unwrap_or("v1"),
         b.kind.to_ascii_lowercase(),
         names,
         b.label_selector.as_ref().and_then(label_selector_string),
