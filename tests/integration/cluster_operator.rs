@@ -121,6 +121,21 @@ impl Operator {
         }
     }
 
+    /// `antiopa run --once`, waited for: its exit status and log.
+    async fn once(
+        kubeconfig: &Path,
+        modules: &Path,
+        global: &Path,
+        log: &Path,
+    ) -> (std::process::ExitStatus, String) {
+        let mut op = Operator::start(kubeconfig, modules, global, log, &["--once"]);
+        let st = op
+            .wait(Duration::from_secs(60))
+            .await
+            .expect("--once exits");
+        (st, op.log())
+    }
+
     fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
@@ -414,18 +429,7 @@ async fn operator_once_converges_and_fails_on_a_failing_module_against_fake_apis
     let (modules, global) = tree(dir.path());
     prepare(kc, None).await;
     // No ConfigMap: an empty config.
-    let mut op = Operator::start(
-        kc,
-        &modules,
-        &global,
-        &dir.path().join("op.log"),
-        &["--once"],
-    );
-    let st = op
-        .wait(Duration::from_secs(60))
-        .await
-        .expect("--once exits");
-    let log = op.log();
+    let (st, log) = Operator::once(kc, &modules, &global, &dir.path().join("op.log")).await;
     assert_eq!(st.code(), Some(1), "{log}");
     assert!(log.contains("module 'broken'"), "{log}");
     let c = cluster(kc).await;
@@ -453,18 +457,8 @@ async fn operator_once_converges_and_fails_on_a_failing_module_against_fake_apis
     )
     .await;
     s.fake.reset_stats();
-    let mut op = Operator::start(
-        kc,
-        &modules,
-        &global,
-        &dir.path().join("op2.log"),
-        &["--once"],
-    );
-    let st = op
-        .wait(Duration::from_secs(60))
-        .await
-        .expect("--once exits");
-    assert!(st.success(), "{}", op.log());
+    let (st, log) = Operator::once(kc, &modules, &global, &dir.path().join("op2.log")).await;
+    assert!(st.success(), "{log}");
     // alpha, beta, gamma render the same enabledModules? No: broken is
     // gone from it, so each writes one revision.
     assert_eq!(
@@ -477,18 +471,8 @@ async fn operator_once_converges_and_fails_on_a_failing_module_against_fake_apis
     );
     // And a third run has nothing to do.
     s.fake.reset_stats();
-    let mut op = Operator::start(
-        kc,
-        &modules,
-        &global,
-        &dir.path().join("op3.log"),
-        &["--once"],
-    );
-    let st = op
-        .wait(Duration::from_secs(60))
-        .await
-        .expect("--once exits");
-    assert!(st.success(), "{}", op.log());
+    let (st, log) = Operator::once(kc, &modules, &global, &dir.path().join("op3.log")).await;
+    assert!(st.success(), "{log}");
     assert_eq!(writes(&s.fake.stats()), 0, "{:?}", s.fake.stats());
 }
 
@@ -636,22 +620,9 @@ async fn operator_picks_up_new_module_dirs_and_remembers_initial_values_against_
             .expect("stopped")
             .success()
     );
-    let mut op = Operator::start(
-        kc,
-        &modules,
-        &global,
-        &dir.path().join("op2.log"),
-        &["--once"],
-    );
-    assert!(
-        op.wait(Duration::from_secs(60))
-            .await
-            .expect("--once exits")
-            .success(),
-        "{}",
-        op.log()
-    );
-    assert_eq!(last(&c, "vault").await.unwrap().version, 1, "{}", op.log());
+    let (st, log) = Operator::once(kc, &modules, &global, &dir.path().join("op2.log")).await;
+    assert!(st.success(), "{log}");
+    assert_eq!(last(&c, "vault").await.unwrap().version, 1, "{log}");
     let again = s
         .fake
         .get("v1/configmaps", Some(NS), "vault-password")
