@@ -318,6 +318,15 @@ fn child_parent(child: &str, parent: &str) -> Yaml {
 
 // ---- Masterminds/semver v3.3 constraints (`IsCompatibleRange`) ----
 
+/// Whether `ver` satisfies `constraint`, with why either cannot be parsed
+/// (for requirements whose errors must say so, unlike Helm's silent false).
+pub fn check_range(constraint: &str, ver: &str) -> Result<bool, String> {
+    use crate::engine::funcs::sprig::semver::{Constraints, Version};
+    let v = Version::parse(ver).map_err(|e| format!("not a semantic version: {e}"))?;
+    let c = Constraints::parse(constraint).map_err(|e| format!("not a version constraint: {e}"))?;
+    Ok(c.check(&v))
+}
+
 /// `chartutil.IsCompatibleRange`: whether `ver` satisfies `constraint`.
 ///
 /// Helm and Sprig both use Masterminds/semver v3, so this is Sprig's port.

@@ -267,13 +267,17 @@ fn list(t: &TreeArgs) -> Result<(), ModuleError> {
     s.run_global_hooks(&mut fwd)?;
     s.compute_enabled(&mut fwd)?;
     let mut out = std::io::stdout().lock();
-    let rows: Vec<[String; 4]> = s
+    // REQUIRES (only when some module's `module.yaml` declares
+    // requirements): the dependency graph; a module that declares nothing
+    // runs after the lower orders.
+    let graph = !s.tree.graph.declaring.is_empty();
+    let rows: Vec<Vec<String>> = s
         .tree
         .modules
         .iter()
         .map(|m| {
             let st = s.enabled.get(&m.name);
-            [
+            let mut row = vec![
                 m.order.to_string(),
                 m.name.clone(),
                 if st.is_some_and(|x| x.enabled) {
@@ -282,34 +286,33 @@ fn list(t: &TreeArgs) -> Result<(), ModuleError> {
                     "disabled"
                 }
                 .to_string(),
-                st.map(|x| x.reason.clone()).unwrap_or_default(),
-            ]
+            ];
+            if graph {
+                let requires = s.tree.graph.requirements_text(&m.name);
+                row.push(if requires.is_empty() { "-".into() } else { requires });
+            }
+            row.push(st.map(|x| x.reason.clone()).unwrap_or_default());
+            row
         })
         .collect();
-    let header = [
-        "ORDER".to_string(),
-        "NAME".into(),
-        "STATE".into(),
-        "REASON".into(),
-    ];
-    let mut widths = [0usize; 3];
+    let mut header: Vec<String> = vec!["ORDER".into(), "NAME".into(), "STATE".into()];
+    if graph {
+        header.push("REQUIRES".into());
+    }
+    header.push("REASON".into());
+    let mut widths = vec![0usize; header.len() - 1];
     for r in std::iter::once(&header).chain(rows.iter()) {
         for (w, c) in widths.iter_mut().zip(r.iter()) {
             *w = (*w).max(c.chars().count());
         }
     }
     for r in std::iter::once(&header).chain(rows.iter()) {
-        let _ = writeln!(
-            out,
-            "{:<w0$}  {:<w1$}  {:<w2$}  {}",
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2]
-        );
+        let mut line = String::new();
+        for (c, w) in r.iter().zip(widths.iter()) {
+            line.push_str(&format!("{c:<w$}  "));
+        }
+        line.push_str(r.last().map(String::as_str).unwrap_or(""));
+        let _ = writeln!(out, "{line}");
     }
     Ok(())
 }

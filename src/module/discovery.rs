@@ -26,6 +26,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::ModuleError;
+use super::meta::{DependencyGraph, ModuleMeta};
 use crate::hooks::discovery::has_legacy_module_layout;
 use crate::values::validate_module_name;
 
@@ -111,6 +112,8 @@ pub struct Module {
     pub enabled_script: Option<PathBuf>,
     /// `crds/` files applied before the chart, sorted, filtered.
     pub crds: Vec<PathBuf>,
+    /// Its `module.yaml` (empty without one).
+    pub meta: ModuleMeta,
 }
 
 /// Everything discovered in a modules tree.
@@ -121,6 +124,8 @@ pub struct ModulesTree {
     /// The `MODULES_DIR` entries, in order.
     pub modules_dirs: Vec<PathBuf>,
     pub global_hooks_dir: Option<PathBuf>,
+    /// Which module waits for which (`module.yaml` requirements, else order).
+    pub graph: DependencyGraph,
 }
 
 impl ModulesTree {
@@ -223,8 +228,11 @@ pub fn discover(settings: &ModulesSettings) -> Result<ModulesTree, ModuleError> 
             let has_chart_yaml = path.join("Chart.yaml").is_file();
             let has_chart = has_chart_yaml || path.join("templates").is_dir();
             let enabled = path.join("enabled");
+            let meta = ModuleMeta::load(&path, &name)?;
             let module = Module {
-                order,
+                // Deckhouse's `weight` replaces the directory's prefix.
+                order: meta.weight.unwrap_or(order),
+                meta,
                 dir_index,
                 has_chart,
                 has_chart_yaml,
@@ -239,7 +247,9 @@ pub fn discover(settings: &ModulesSettings) -> Result<ModulesTree, ModuleError> 
     }
     let mut modules: Vec<Module> = found.into_values().collect();
     modules.sort_by(|a, b| a.order.cmp(&b.order).then_with(|| a.name.cmp(&b.name)));
+    let graph = DependencyGraph::build(&modules)?;
     Ok(ModulesTree {
+        graph,
         modules,
         modules_dirs: settings.modules_dirs.clone(),
         global_hooks_dir: settings.global_hooks_dir.clone(),

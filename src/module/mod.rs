@@ -16,6 +16,7 @@
 pub mod config;
 pub mod discovery;
 pub mod enabled;
+pub mod meta;
 pub mod render;
 pub mod session;
 pub mod tree_render;
@@ -23,6 +24,7 @@ pub mod tree_render;
 pub use config::{OfflineConfig, write_config_data};
 pub use discovery::{Module, ModulesSettings, ModulesTree, discover};
 pub use enabled::{EnabledScriptError, EnabledState};
+pub use meta::{DependencyGraph, Edge, ModuleMeta, Requirement};
 pub use render::{RenderOptions, RenderedModule, render_modules};
 pub use session::{
     ConfigDelta, HookKey, HookOperations, KubeBindingRef, LiveSnapshots, ScheduleBindingRef,
@@ -53,6 +55,12 @@ pub enum ModuleError {
     Values { module: String, message: String },
     #[error("{0}")]
     Hook(String),
+    /// A `requirements.modules` entry that cannot be met.
+    #[error("module '{module}': {message}")]
+    Dependency { module: String, message: String },
+    /// Declared requirements that make a cycle, as `[a, b, a]`.
+    #[error("module dependency cycle: {}", .0.join(" → "))]
+    DependencyCycle(Vec<String>),
     #[error("module '{0}' not found")]
     UnknownModule(String),
     #[error("module '{module}': render: {message}")]

@@ -59,7 +59,7 @@ use crate::chart::Limits;
 use crate::chart::workers::Pool;
 use crate::cluster::Cluster;
 use crate::hooks::{BindingType, RunOptions};
-use crate::module::{ModuleError, ModulesSettings, OfflineConfig, Session};
+use crate::module::{DependencyGraph, ModuleError, ModulesSettings, OfflineConfig, Session};
 use crate::release;
 use configmap::ConfigSource;
 pub use state::{ModuleStatus, Phase, Status};
@@ -249,6 +249,8 @@ struct Operator {
     schedules: schedule::Schedules,
     /// Kubernetes bindings' watches in force.
     kube: kube_events::KubeWatches,
+    /// Which module waits for which, as of the last converge.
+    graph: DependencyGraph,
 }
 
 /// Runs the operator until `signals.shutdown` (or, with `once`, one
@@ -297,6 +299,7 @@ pub async fn run(
         failures: Vec::new(),
         schedules: schedule::Schedules::default(),
         kube: kube_events::KubeWatches::default(),
+        graph: DependencyGraph::default(),
     };
     op.set_live_snapshots();
     op.run().await
@@ -523,6 +526,7 @@ impl Operator {
                     m.phase = Phase::Disabled;
                     m.last_error = None;
                     m.retry_at = None;
+                    m.waiting_for = None;
                 }
             }
         }
@@ -568,22 +572,16 @@ impl Operator {
         // Enabled modules' watches, listed before their Synchronization.
         self.refresh_kube().await;
 
-        // ModuleRun, by order; modules of equal order together.
-        let mut groups: BTreeMap<u32, Vec<String>> = BTreeMap::new();
-        for (name, order) in &view.order {
-            if self.enabled.contains(name) {
-                groups.entry(*order).or_default().push(name.clone());
-            }
-        }
-        for (_, names) in groups {
-            if self.signals.shutdown.is_cancelled() {
-                return;
-            }
-            for n in &names {
-                self.work.modules.remove(n);
-            }
-            self.run_modules(names).await;
-        }
+        // ModuleRun of every enabled module, as the dependency graph orders
+        // them (addon-operator's order for modules that declare nothing).
+        self.graph = view.graph.clone();
+        let names: Vec<String> = view
+            .order
+            .iter()
+            .filter(|(n, _)| self.enabled.contains(n))
+            .map(|(n, _)| n.clone())
+            .collect();
+        self.run_modules(names).await;
         if self.signals.shutdown.is_cancelled() {
             return;
         }
@@ -861,27 +859,23 @@ impl Operator {
     }
 
     /// ModuleRuns of `names`, at most `parallel` at a time, each recorded
-    /// and, on failure, scheduled again with backoff.
+    /// and, on failure, scheduled again with backoff. A module starts once
+    /// what it waits for among `names` has finished (the dependency graph:
+    /// declared requirements, else lower orders); a module whose declared
+    /// requirement is disabled or not deployed is not run but `Waiting`,
+    /// until that one's next successful run wakes it.
     async fn run_modules(&mut self, names: Vec<String>) {
-        let limit = Arc::new(tokio::sync::Semaphore::new(
-            self.ctx.settings.parallel.max(1),
-        ));
-        let mut set = tokio::task::JoinSet::new();
+        let limit = self.ctx.settings.parallel.max(1);
+        let mut pending: Vec<String> = Vec::new();
         for name in names {
             self.work.modules.remove(&name);
-            if !self.enabled.contains(&name) {
-                continue;
+            if self.enabled.contains(&name) && !pending.contains(&name) {
+                pending.push(name);
             }
-            self.ctx.module_status(&name, |m| m.phase = Phase::Running);
-            let ctx = self.ctx.clone();
-            let limit = limit.clone();
-            set.spawn(async move {
-                let _permit = limit.acquire_owned().await;
-                let t = Instant::now();
-                let r = module_run::run(&ctx, &name).await;
-                (name, r, t.elapsed())
-            });
         }
+        let batch: BTreeSet<String> = pending.iter().cloned().collect();
+        let mut finished: BTreeSet<String> = BTreeSet::new();
+        let mut set = tokio::task::JoinSet::new();
         let shutdown = self.signals.shutdown.clone();
         let grace = self.ctx.settings.shutdown_grace;
         let deadline = async {
@@ -890,10 +884,62 @@ impl Operator {
         };
         tokio::pin!(deadline);
         loop {
+            // Start whatever may start now, in module order.
+            let mut i = 0;
+            while i < pending.len() && set.len() < limit && !self.signals.shutdown.is_cancelled() {
+                let name = pending[i].clone();
+                let waits = self
+                    .graph
+                    .prerequisites(&name)
+                    .any(|(d, _)| batch.contains(d) && !finished.contains(d));
+                if waits {
+                    i += 1;
+                    continue;
+                }
+                pending.remove(i);
+                let blocked = {
+                    let st = self.ctx.status.read().unwrap_or_else(|e| e.into_inner());
+                    self.graph.blocked_by(
+                        &name,
+                        |d| self.enabled.contains(d),
+                        |d| st.modules.get(d).is_some_and(|m| m.phase == Phase::Ready),
+                    )
+                };
+                if let Some(why) = blocked {
+                    tracing::info!(module = %name, "not run: {why}");
+                    if self.ctx.settings.once {
+                        self.failures.push(format!("module '{name}': {why}"));
+                    }
+                    self.ctx.module_status(&name, |m| {
+                        m.phase = Phase::Waiting;
+                        m.waiting_for = Some(why.clone());
+                        m.retry_at = None;
+                    });
+                    finished.insert(name);
+                    continue;
+                }
+                self.ctx.module_status(&name, |m| {
+                    m.phase = Phase::Running;
+                    m.waiting_for = None;
+                });
+                let ctx = self.ctx.clone();
+                set.spawn(async move {
+                    let t = Instant::now();
+                    let r = module_run::run(&ctx, &name).await;
+                    (name, r, t.elapsed())
+                });
+            }
+            if set.is_empty() {
+                // Nothing runs and nothing more can start: done (or shut down).
+                break;
+            }
             tokio::select! {
                 j = set.join_next() => match j {
-                    None => break,
-                    Some(Ok((name, r, took))) => self.record(&name, r, took),
+                    None => {}
+                    Some(Ok((name, r, took))) => {
+                        self.record(&name, r, took);
+                        finished.insert(name);
+                    }
                     Some(Err(e)) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
                     Some(Err(_)) => {}
                 },
@@ -926,6 +972,21 @@ impl Operator {
                     m.last_run = Some(took);
                     m.last_run_at = Some(SystemTime::now());
                 });
+                // Modules that waited for this one may run now.
+                let waiting: Vec<String> = {
+                    let st = self.ctx.status.read().unwrap_or_else(|e| e.into_inner());
+                    st.modules
+                        .iter()
+                        .filter(|(n, m)| {
+                            m.phase == Phase::Waiting
+                                && self.graph.prerequisites(n).any(|(d, _)| d == name)
+                        })
+                        .map(|(n, _)| n.clone())
+                        .collect()
+                };
+                for n in waiting {
+                    self.work.modules.entry(n).or_insert_with(Instant::now);
+                }
                 if ran.values_changed {
                     tracing::info!(module = %name, "afterHelm hooks changed the values: running it again");
                     self.work.modules.insert(name.to_string(), Instant::now());
@@ -1009,6 +1070,7 @@ struct EnabledView {
     order: Vec<(String, u32)>,
     /// Modules whose `enabled` script failed, with why.
     script_errors: BTreeMap<String, String>,
+    graph: DependencyGraph,
 }
 
 /// Global hooks (`onStartup` the first time, Synchronization, `beforeAll`)
@@ -1052,6 +1114,7 @@ fn enabled_view(s: &mut Session, first: bool) -> Result<EnabledView, ModuleError
         modules,
         order,
         script_errors,
+        graph: s.tree.graph.clone(),
     })
 }
 

@@ -21,6 +21,9 @@ pub enum Phase {
     Failed,
     /// Disabled (its release, if any, uninstalled).
     Disabled,
+    /// Enabled, but a module it requires (`module.yaml`) is disabled or
+    /// not deployed: not run until that one is.
+    Waiting,
 }
 
 /// One module's state.
@@ -43,6 +46,8 @@ pub struct ModuleStatus {
     pub last_run_at: Option<SystemTime>,
     /// When a failed module is tried again.
     pub retry_at: Option<SystemTime>,
+    /// In `Waiting`: for which modules, and why (`waiting for 'db' (disabled)`).
+    pub waiting_for: Option<String>,
 }
 
 impl Default for ModuleStatus {
@@ -57,6 +62,7 @@ impl Default for ModuleStatus {
             last_run: None,
             last_run_at: None,
             retry_at: None,
+            waiting_for: None,
         }
     }
 }
