@@ -289,7 +289,11 @@ fn list(t: &TreeArgs) -> Result<(), ModuleError> {
             ];
             if graph {
                 let requires = s.tree.graph.requirements_text(&m.name);
-                row.push(if requires.is_empty() { "-".into() } else { requires });
+                row.push(if requires.is_empty() {
+                    "-".into()
+                } else {
+                    requires
+                });
             }
             row.push(st.map(|x| x.reason.clone()).unwrap_or_default());
             row

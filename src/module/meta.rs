@@ -64,7 +64,10 @@ fn string_field(path: &Path, v: &Value, field: &str) -> Result<Option<String>, M
     match v.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(bad(path, format!("{field}: expected a string, got {other}"))),
+        Some(other) => Err(bad(
+            path,
+            format!("{field}: expected a string, got {other}"),
+        )),
     }
 }
 
@@ -109,10 +112,15 @@ impl ModuleMeta {
             Some(Value::Number(n)) => Some(
                 n.as_u64()
                     .and_then(|w| u32::try_from(w).ok())
-                    .ok_or_else(|| bad(path, format!("weight: {n} is not a non-negative integer")))?,
+                    .ok_or_else(|| {
+                        bad(path, format!("weight: {n} is not a non-negative integer"))
+                    })?,
             ),
             Some(other) => {
-                return Err(bad(path, format!("weight: expected an integer, got {other}")));
+                return Err(bad(
+                    path,
+                    format!("weight: expected an integer, got {other}"),
+                ));
             }
         };
         meta.stage = string_field(path, &v, "stage")?;
@@ -155,7 +163,9 @@ impl ModuleMeta {
                             if name == module_name {
                                 return Err(bad(
                                     path,
-                                    format!("requirements.modules.{name}: a module cannot require itself"),
+                                    format!(
+                                        "requirements.modules.{name}: a module cannot require itself"
+                                    ),
                                 ));
                             }
                             meta.requires.insert(name.clone(), r);
@@ -164,13 +174,18 @@ impl ModuleMeta {
                     Some(other) => {
                         return Err(bad(
                             path,
-                            format!("requirements.modules: expected a mapping of module names to version constraints, got {other}"),
+                            format!(
+                                "requirements.modules: expected a mapping of module names to version constraints, got {other}"
+                            ),
                         ));
                     }
                 }
             }
             Some(other) => {
-                return Err(bad(path, format!("requirements: expected a mapping, got {other}")));
+                return Err(bad(
+                    path,
+                    format!("requirements: expected a mapping, got {other}"),
+                ));
             }
         }
         Ok(meta)
@@ -187,7 +202,9 @@ impl Requirement {
             None => (t, false),
         };
         if constraint.is_empty() {
-            return Err(format!("'{text}': an empty version constraint (use \">= 0.0.0\" for any version)"));
+            return Err(format!(
+                "'{text}': an empty version constraint (use \">= 0.0.0\" for any version)"
+            ));
         }
         crate::chart::dependencies::check_range(constraint, "0.0.0")
             .map_err(|e| format!("'{constraint}': {e}"))?;
@@ -209,7 +226,8 @@ pub fn module_version(m: &Module) -> Result<String, ModuleError> {
         path: path.display().to_string(),
         message: e.to_string(),
     })?;
-    let v = crate::values::convert::value_from_yaml(&text).map_err(|e| bad(&path, e.0.to_string()))?;
+    let v =
+        crate::values::convert::value_from_yaml(&text).map_err(|e| bad(&path, e.0.to_string()))?;
     match v.get("version") {
         Some(Value::String(s)) => Ok(s.clone()),
         Some(Value::Number(n)) => Ok(n.to_string()),
@@ -250,7 +268,8 @@ impl DependencyGraph {
     /// satisfies the constraint) and that they make no cycle; each failure
     /// is one error naming the module, its `module.yaml` and the cause.
     pub fn build(modules: &[Module]) -> Result<DependencyGraph, ModuleError> {
-        let by_name: BTreeMap<&str, &Module> = modules.iter().map(|m| (m.name.as_str(), m)).collect();
+        let by_name: BTreeMap<&str, &Module> =
+            modules.iter().map(|m| (m.name.as_str(), m)).collect();
         let mut versions: BTreeMap<&str, String> = BTreeMap::new();
         let mut g = DependencyGraph::default();
         for m in modules {
@@ -420,7 +439,7 @@ impl DependencyGraph {
                     why.push(format!("'{dep}' (disabled)"));
                 }
             } else if !ready(dep) {
-                why.push(format!("'{dep}' (not deployed yet)"));
+                why.push(format!("'{dep}' (not ready)"));
             }
         }
         (!why.is_empty()).then(|| format!("waiting for {}", why.join(", ")))
@@ -452,7 +471,9 @@ mod tests {
         if !requires.is_empty() {
             m.meta.declares_requirements = true;
             for (n, c) in requires {
-                m.meta.requires.insert(n.to_string(), Requirement::parse(c).unwrap());
+                m.meta
+                    .requires
+                    .insert(n.to_string(), Requirement::parse(c).unwrap());
             }
         }
         m
@@ -491,7 +512,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("requirements.modules.x"), "{e}");
-        let e = meta("requirements:\n  modules:\n    m: '>= 1'\n").unwrap_err().to_string();
+        let e = meta("requirements:\n  modules:\n    m: '>= 1'\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("cannot require itself"), "{e}");
     }
 
@@ -504,7 +527,11 @@ mod tests {
             module("x", 5, &[("c", ">= 0.0.0")]),
         ];
         let g = DependencyGraph::build(&ms).unwrap();
-        let after = |n: &str| g.prerequisites(n).map(|(d, _)| d.to_string()).collect::<Vec<_>>();
+        let after = |n: &str| {
+            g.prerequisites(n)
+                .map(|(d, _)| d.to_string())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(after("a"), Vec::<String>::new());
         assert_eq!(after("b"), ["a"]);
         assert_eq!(after("c"), ["a"]);
@@ -528,11 +555,18 @@ mod tests {
         let e = DependencyGraph::build(&[module("a", 1, &[("ghost", ">= 0.0.0")])])
             .unwrap_err()
             .to_string();
-        assert!(e.contains("module 'ghost' is not in any modules directory"), "{e}");
-        let e = DependencyGraph::build(&[module("b", 1, &[]), module("a", 1, &[("b", ">= 1.0.0")])])
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("needs '>= 1.0.0', but module 'b' is version 0.2.0"), "{e}");
+        assert!(
+            e.contains("module 'ghost' is not in any modules directory"),
+            "{e}"
+        );
+        let e =
+            DependencyGraph::build(&[module("b", 1, &[]), module("a", 1, &[("b", ">= 1.0.0")])])
+                .unwrap_err()
+                .to_string();
+        assert!(
+            e.contains("needs '>= 1.0.0', but module 'b' is version 0.2.0"),
+            "{e}"
+        );
         DependencyGraph::build(&[module("a", 1, &[("ghost", ">= 0.0.0 !optional")])]).unwrap();
     }
 
@@ -541,13 +575,17 @@ mod tests {
         let ms = vec![
             module("db", 1, &[]),
             module("opt", 1, &[]),
-            module("app", 2, &[("db", ">= 0.0.0"), ("opt", ">= 0.0.0 !optional")]),
+            module(
+                "app",
+                2,
+                &[("db", ">= 0.0.0"), ("opt", ">= 0.0.0 !optional")],
+            ),
         ];
         let g = DependencyGraph::build(&ms).unwrap();
         let w = g.blocked_by("app", |n| n != "db" && n != "opt", |_| true);
         assert_eq!(w.as_deref(), Some("waiting for 'db' (disabled)"));
         let w = g.blocked_by("app", |_| true, |n| n != "opt");
-        assert_eq!(w.as_deref(), Some("waiting for 'opt' (not deployed yet)"));
+        assert_eq!(w.as_deref(), Some("waiting for 'opt' (not ready)"));
         assert_eq!(g.blocked_by("app", |n| n != "opt", |_| true), None);
     }
 }

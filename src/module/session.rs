@@ -32,6 +32,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
 
@@ -961,64 +962,173 @@ impl Session {
         ctx: &[BindingContext],
         on_stderr: &mut dyn FnMut(&str),
     ) -> Result<(), ModuleError> {
+        let (values, config_values) = self.module_hook_input(m, on_stderr)?;
+        let input = RunInput {
+            binding,
+            contexts: ctx,
+            values: &values,
+            config_values: &config_values,
+        };
+        let out = hook
+            .run(&input, &self.run, on_stderr)
+            .map_err(|e| ModuleError::Hook(format!("module '{}': {e}", m.name)))?;
+        self.apply_module_hook_output(m, hook, binding, out, on_stderr)
+    }
+
+    /// The values and config values a module hook gets.
+    fn module_hook_input(
+        &self,
+        m: &Module,
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<(Value, Value), ModuleError> {
         let name = m.name.as_str();
-        let herr = |e: crate::hooks::HookError| ModuleError::Hook(format!("module '{name}': {e}"));
-        {
-            let (values, config_values) = if m.legacy {
-                (
-                    Value::Object(self.legacy_module_values(m, on_stderr)?),
-                    Value::Object(Values::new()),
-                )
-            } else {
-                (
-                    Value::Object(self.values.module_values(name, true).unwrap_or_default()),
-                    Value::Object(
-                        self.values
-                            .module_config_values(name, true)
-                            .unwrap_or_default(),
-                    ),
-                )
+        Ok(if m.legacy {
+            (
+                Value::Object(self.legacy_module_values(m, on_stderr)?),
+                Value::Object(Values::new()),
+            )
+        } else {
+            (
+                Value::Object(self.values.module_values(name, true).unwrap_or_default()),
+                Value::Object(
+                    self.values
+                        .module_config_values(name, true)
+                        .unwrap_or_default(),
+                ),
+            )
+        })
+    }
+
+    /// What a module hook's run wrote: its kubernetes operations queued,
+    /// its values patches applied.
+    fn apply_module_hook_output(
+        &mut self,
+        m: &Module,
+        hook: &Hook,
+        binding: BindingType,
+        out: crate::hooks::HookOutput,
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<(), ModuleError> {
+        let name = m.name.as_str();
+        forward_stdout(hook, &out.stdout, on_stderr);
+        if !out.kubernetes_operations.is_empty() {
+            self.kube_operations.push(HookOperations {
+                hook: format!("module '{name}': hook '{}'", hook.name),
+                operations: out.kubernetes_operations.clone(),
+            });
+        }
+        if m.legacy {
+            if binding == BindingType::BeforeHelm
+                && let Some(Value::Object(ret)) = out.return_values
+            {
+                self.legacy_hook_returns
+                    .entry(m.name.clone())
+                    .or_default()
+                    .push(ret);
+            }
+            return Ok(());
+        }
+        let wrap = |e: crate::values::ValuesError| {
+            ModuleError::Hook(format!(
+                "module '{name}': hook '{}' (binding {}): {e}",
+                hook.name,
+                binding.as_str()
+            ))
+        };
+        if let Some(store) = self.values.modules.get_mut(name) {
+            store
+                .apply_hook_config_patch(&hook.name, &out.config_values_patch)
+                .map_err(wrap)?;
+            store
+                .apply_hook_patch(&hook.name, &out.values_patch)
+                .map_err(wrap)?;
+        }
+        Ok(())
+    }
+
+    /// [`Session::run_module_hooks`] for a session shared between threads:
+    /// the lock is held to build each hook's input and to apply its output,
+    /// not while the hook process runs, so the hooks of several modules run
+    /// at once (a module's own hooks still run one after another, each
+    /// seeing the values the previous one patched).
+    pub fn run_module_hooks_shared(
+        shared: &Mutex<Session>,
+        name: &str,
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<(), ModuleError> {
+        let first = !lock(shared).started_modules.contains(name);
+        if first {
+            Session::run_module_binding_shared(shared, name, BindingType::OnStartup, on_stderr)?;
+            Session::run_module_binding_shared(shared, name, BindingType::Kubernetes, on_stderr)?;
+            lock(shared).started_modules.insert(name.to_string());
+        }
+        Session::run_module_binding_shared(shared, name, BindingType::BeforeHelm, on_stderr)
+    }
+
+    /// [`Session::run_after_helm`] for a shared session (see
+    /// [`Session::run_module_hooks_shared`]).
+    pub fn run_after_helm_shared(
+        shared: &Mutex<Session>,
+        name: &str,
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<bool, ModuleError> {
+        let before = lock(shared).values.module_values(name, false);
+        Session::run_module_binding_shared(shared, name, BindingType::AfterHelm, on_stderr)?;
+        Ok(lock(shared).values.module_values(name, false) != before)
+    }
+
+    /// A module's hooks having `binding` (`Kubernetes`: their
+    /// Synchronization), in order, the lock released while each runs.
+    fn run_module_binding_shared(
+        shared: &Mutex<Session>,
+        name: &str,
+        binding: BindingType,
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<(), ModuleError> {
+        let (m, hooks) = {
+            let mut s = lock(shared);
+            let m = s.module(name)?.clone();
+            let hooks = s.module_hooks(&m, on_stderr)?;
+            let sorted: Vec<Hook> = sort_by_binding(&hooks, binding)
+                .into_iter()
+                .cloned()
+                .collect();
+            (m, sorted)
+        };
+        let snap_err = |hook: &Hook, e: String| {
+            ModuleError::Hook(format!(
+                "module '{name}': hook '{}': snapshots: {e}",
+                hook.name
+            ))
+        };
+        for hook in &hooks {
+            let (ctx, values, config_values, run) = {
+                let s = lock(shared);
+                let ctx = if binding == BindingType::Kubernetes {
+                    s.sync_contexts(hook).map_err(|e| snap_err(hook, e))?
+                } else {
+                    let snapshots = s
+                        .snapshots
+                        .for_hook(hook, &s.run.jq)
+                        .map_err(|e| snap_err(hook, e))?;
+                    context_for(binding, hook, &snapshots)
+                };
+                if ctx.is_empty() && binding == BindingType::Kubernetes {
+                    continue;
+                }
+                let (values, config_values) = s.module_hook_input(&m, on_stderr)?;
+                (ctx, values, config_values, s.run.clone())
             };
             let input = RunInput {
                 binding,
-                contexts: ctx,
+                contexts: &ctx,
                 values: &values,
                 config_values: &config_values,
             };
-            let out = hook.run(&input, &self.run, on_stderr).map_err(&herr)?;
-            forward_stdout(hook, &out.stdout, on_stderr);
-            if !out.kubernetes_operations.is_empty() {
-                self.kube_operations.push(HookOperations {
-                    hook: format!("module '{name}': hook '{}'", hook.name),
-                    operations: out.kubernetes_operations.clone(),
-                });
-            }
-            if m.legacy {
-                if binding == BindingType::BeforeHelm
-                    && let Some(Value::Object(ret)) = out.return_values
-                {
-                    self.legacy_hook_returns
-                        .entry(m.name.clone())
-                        .or_default()
-                        .push(ret);
-                }
-                return Ok(());
-            }
-            let wrap = |e: crate::values::ValuesError| {
-                ModuleError::Hook(format!(
-                    "module '{name}': hook '{}' (binding {}): {e}",
-                    hook.name,
-                    binding.as_str()
-                ))
-            };
-            if let Some(store) = self.values.modules.get_mut(name) {
-                store
-                    .apply_hook_config_patch(&hook.name, &out.config_values_patch)
-                    .map_err(wrap)?;
-                store
-                    .apply_hook_patch(&hook.name, &out.values_patch)
-                    .map_err(wrap)?;
-            }
+            let out = hook
+                .run(&input, &run, on_stderr)
+                .map_err(|e| ModuleError::Hook(format!("module '{name}': {e}")))?;
+            lock(shared).apply_module_hook_output(&m, hook, binding, out, on_stderr)?;
         }
         Ok(())
     }
@@ -1237,4 +1347,10 @@ fn context_for(binding: BindingType, hook: &Hook, snapshots: &Snapshots) -> Vec<
         BindingType::OnStartup => vec![BindingContext::on_startup()],
         other => vec![BindingContext::lifecycle(other, &hook.config, snapshots)],
     }
+}
+
+/// The shared session, even after a panic elsewhere poisoned the lock (the
+/// operator keeps running; the panicking task's work is retried).
+fn lock(shared: &Mutex<Session>) -> MutexGuard<'_, Session> {
+    shared.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -172,6 +172,22 @@ impl Ctx {
         }
     }
 
+    /// Runs `f` on a blocking thread with the render pool entered, given
+    /// the shared session unlocked: for work that takes the lock only for
+    /// its own steps, so modules' hooks and renders run side by side.
+    async fn with_shared<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Mutex<Session>) -> T + Send + 'static,
+    ) -> T {
+        let session = self.session.clone();
+        let pool = self.pool.clone();
+        let task = tokio::task::spawn_blocking(move || pool.enter(|| f(&session)));
+        match task.await {
+            Ok(v) => v,
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
+    }
+
     /// Executes the kubernetes operations the hooks run since the last
     /// call wrote ([`patch`]).
     async fn execute_hook_operations(&self) -> Result<(), String> {
@@ -916,6 +932,8 @@ impl Operator {
                         m.retry_at = None;
                     });
                     finished.insert(name);
+                    // What waited for it may be decided now.
+                    i = 0;
                     continue;
                 }
                 self.ctx.module_status(&name, |m| {
@@ -930,7 +948,11 @@ impl Operator {
                 });
             }
             if set.is_empty() {
-                // Nothing runs and nothing more can start: done (or shut down).
+                // Nothing runs and nothing more can start: done (or shut
+                // down; the graph has no cycle, so nothing else is left).
+                if !pending.is_empty() && !self.signals.shutdown.is_cancelled() {
+                    tracing::error!(modules = ?pending, "modules left unscheduled");
+                }
                 break;
             }
             tokio::select! {

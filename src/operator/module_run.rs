@@ -13,6 +13,7 @@ use super::render::{ModuleRender, render_module};
 use super::{Ctx, MODULE_LABEL, hook_log};
 use crate::apply::ApplyOptions;
 use crate::hooks::BindingType;
+use crate::module::Session;
 use crate::release::{self, InstallOutcome, InstallRequest, Next, Release, Status};
 
 /// What a successful run did.
@@ -37,8 +38,9 @@ pub(crate) async fn run(ctx: &Ctx, name: &str) -> Result<Ran, String> {
 
     let n = name.to_string();
     let prepared = ctx
-        .with_session(move |s| {
-            s.run_module_hooks(&n, &mut hook_log)?;
+        .with_shared(move |shared| {
+            Session::run_module_hooks_shared(shared, &n, &mut hook_log)?;
+            let s = shared.lock().unwrap_or_else(|p| p.into_inner());
             let values = s.helm_values(&n, &mut hook_log)?;
             let m = s
                 .tree
@@ -60,7 +62,8 @@ pub(crate) async fn run(ctx: &Ctx, name: &str) -> Result<Ran, String> {
         let render = |at: Next| {
             let (module, values, ns) = (module.clone(), values.clone(), ns.clone());
             let (limits, cluster) = (ctx.settings.limits, ctx.cluster.clone());
-            ctx.with_session(move |_| render_module(&module, &values, &ns, at, limits, &cluster))
+            // Renders need no session: several modules render at once.
+            ctx.with_shared(move |_| render_module(&module, &values, &ns, at, limits, &cluster))
         };
         let first = render(deployed.unwrap_or(next))
             .await
@@ -81,7 +84,7 @@ pub(crate) async fn run(ctx: &Ctx, name: &str) -> Result<Ran, String> {
 
     let n = name.to_string();
     ran.values_changed = ctx
-        .with_session(move |s| s.run_after_helm(&n, &mut hook_log))
+        .with_shared(move |shared| Session::run_after_helm_shared(shared, &n, &mut hook_log))
         .await
         .map_err(|e| e.to_string())?;
     ctx.execute_hook_operations().await?;

@@ -16,7 +16,7 @@ use crate::cluster_support::*;
 use antiopa::cluster::{Cluster, ClusterOptions};
 use antiopa::release::{self, Release, Status};
 
-const NS: &str = "addons";
+pub(crate) const NS: &str = "addons";
 
 /// A modules tree: `alpha` (order 10), `beta` and `gamma` (order 20),
 /// `broken` (its beforeHelm hook always fails), `off` (its `enabled`
@@ -82,20 +82,20 @@ fn tree(dir: &Path) -> (PathBuf, PathBuf) {
     (modules, global)
 }
 
-fn executable(path: &Path, text: &str) {
+pub(crate) fn executable(path: &Path, text: &str) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::write(path, text).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// A running `antiopa run`, killed when dropped; its log goes to a file.
-struct Operator {
+pub(crate) struct Operator {
     child: Child,
     log: PathBuf,
 }
 
 impl Operator {
-    fn start(
+    pub(crate) fn start(
         kubeconfig: &Path,
         modules: &Path,
         global: &Path,
@@ -122,7 +122,7 @@ impl Operator {
     }
 
     /// `antiopa run --once`, waited for: its exit status and log.
-    async fn once(
+    pub(crate) async fn once(
         kubeconfig: &Path,
         modules: &Path,
         global: &Path,
@@ -136,7 +136,7 @@ impl Operator {
         (st, op.log())
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
@@ -164,7 +164,7 @@ impl Drop for Operator {
     }
 }
 
-async fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
+pub(crate) async fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
     let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     all.push(format!("--kubeconfig={}", kubeconfig.display()));
     let out =
@@ -180,7 +180,7 @@ async fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
 }
 
 /// A merge patch of the operator's ConfigMap, as a user edits it.
-async fn patch_config(kubeconfig: &Path, patch: &str) {
+pub(crate) async fn patch_config(kubeconfig: &Path, patch: &str) {
     kubectl(
         kubeconfig,
         &[
@@ -198,7 +198,7 @@ async fn patch_config(kubeconfig: &Path, patch: &str) {
 }
 
 /// The operator's namespace, and its ConfigMap with one `key=value`.
-async fn prepare(kubeconfig: &Path, config: Option<&str>) {
+pub(crate) async fn prepare(kubeconfig: &Path, config: Option<&str>) {
     kubectl(kubeconfig, &["create", "namespace", NS]).await;
     if let Some(kv) = config {
         let literal = format!("--from-literal={kv}");
@@ -210,7 +210,7 @@ async fn prepare(kubeconfig: &Path, config: Option<&str>) {
     }
 }
 
-async fn cluster(kubeconfig: &Path) -> Cluster {
+pub(crate) async fn cluster(kubeconfig: &Path) -> Cluster {
     Cluster::connect(&ClusterOptions {
         kubeconfig: Some(kubeconfig.to_path_buf()),
         ..Default::default()
@@ -229,7 +229,7 @@ async fn last(c: &Cluster, name: &str) -> Option<Release> {
 }
 
 /// Revision numbers of the deployed releases, by name.
-async fn deployed(c: &Cluster, names: &[&str]) -> Vec<(String, Option<i64>)> {
+pub(crate) async fn deployed(c: &Cluster, names: &[&str]) -> Vec<(String, Option<i64>)> {
     let mut out = Vec::new();
     for n in names {
         let v = last(c, n)
@@ -242,7 +242,7 @@ async fn deployed(c: &Cluster, names: &[&str]) -> Vec<(String, Option<i64>)> {
 }
 
 /// Polls `check` every 100 ms until it holds, at most `limit`.
-async fn eventually<F, Fut>(limit: Duration, what: &str, mut check: F)
+pub(crate) async fn eventually<F, Fut>(limit: Duration, what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
