@@ -25,7 +25,8 @@ pub use discovery::{Module, ModulesSettings, ModulesTree, discover};
 pub use enabled::{EnabledScriptError, EnabledState};
 pub use render::{RenderOptions, RenderedModule, render_modules};
 pub use session::{
-    ConfigDelta, HookKey, HookOperations, KubeBindingRef, LiveSnapshots, ScheduleBindingRef,
+    ConfigDelta, HookKey, HookOperations, HookRunRecord, KubeBindingRef, LiveSnapshots,
+    ScheduleBindingRef,
     Session, SnapshotInput, hook_key,
 };
 
