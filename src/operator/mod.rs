@@ -237,7 +237,7 @@ fn log_hook_runs(runs: &[crate::module::HookRunRecord]) {
         let seconds = r.duration.as_secs_f64();
         match &r.error {
             None => tracing::info!(
-                module,
+                module = %module,
                 hook = %r.hook,
                 binding = r.binding.as_str(),
                 queue = %r.queue,
@@ -246,7 +246,7 @@ fn log_hook_runs(runs: &[crate::module::HookRunRecord]) {
                 "hook run"
             ),
             Some(e) => tracing::warn!(
-                module,
+                module = %module,
                 hook = %r.hook,
                 binding = r.binding.as_str(),
                 queue = %r.queue,

@@ -16,6 +16,7 @@ mod cluster_cli;
 mod cluster_helm;
 mod cluster_kps;
 mod cluster_operator;
+mod cluster_operator_api;
 mod cluster_ownership;
 mod compat;
 mod corpus;
