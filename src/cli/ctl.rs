@@ -200,7 +200,14 @@ pub fn module_list(socket: &Path, output: Output) -> Result<(), String> {
                 })
                 .collect();
             print(&table(
-                &["ORDER", "NAME", "STATE", "PHASE", "REVISION", "REASON/ERROR"],
+                &[
+                    "ORDER",
+                    "NAME",
+                    "STATE",
+                    "PHASE",
+                    "REVISION",
+                    "REASON/ERROR",
+                ],
                 &rows,
             ));
         }

@@ -12,8 +12,8 @@ use clap::{Args, Parser, Subcommand};
 
 mod apply;
 mod apply_live;
-mod diff;
 mod ctl;
+mod diff;
 mod jq_worker;
 mod limits;
 mod module;

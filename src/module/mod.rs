@@ -26,8 +26,7 @@ pub use enabled::{EnabledScriptError, EnabledState};
 pub use render::{RenderOptions, RenderedModule, render_modules};
 pub use session::{
     ConfigDelta, HookKey, HookOperations, HookRunRecord, KubeBindingRef, LiveSnapshots,
-    ScheduleBindingRef,
-    Session, SnapshotInput, hook_key,
+    ScheduleBindingRef, Session, SnapshotInput, hook_key,
 };
 
 /// Errors of this layer. Hook errors carry the hooks layer's text, which

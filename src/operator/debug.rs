@@ -477,7 +477,10 @@ mod tests {
         let secret = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\ndata:\n  password: c2VjcmV0\nstringData:\n  token: plain\n";
         let m = masked(secret);
         assert!(!m.contains("c2VjcmV0") && !m.contains("plain"), "{m}");
-        assert!(m.contains("password: '***'") || m.contains("password: \"***\""), "{m}");
+        assert!(
+            m.contains("password: '***'") || m.contains("password: \"***\""),
+            "{m}"
+        );
         let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a:   b\n";
         assert_eq!(masked(cm), cm);
     }

@@ -29,7 +29,11 @@ fn main_routes(debug: bool) -> Router<Ctx> {
         .route("/metrics/hooks", get(hook_metrics))
         .route("/healthz", get(|| async { "OK\n" }))
         .route("/readyz", get(readyz));
-    if debug { r.merge(super::debug::routes()) } else { r }
+    if debug {
+        r.merge(super::debug::routes())
+    } else {
+        r
+    }
 }
 
 const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -39,7 +43,10 @@ async fn metrics(State(ctx): State<Ctx>) -> impl IntoResponse {
 }
 
 async fn hook_metrics(State(ctx): State<Ctx>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, TEXT_FORMAT)], ctx.metrics.encode_hooks())
+    (
+        [(header::CONTENT_TYPE, TEXT_FORMAT)],
+        ctx.metrics.encode_hooks(),
+    )
 }
 
 async fn readyz(State(ctx): State<Ctx>) -> impl IntoResponse {

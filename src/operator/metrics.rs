@@ -282,7 +282,9 @@ impl Metrics {
         self.convergence_seconds
             .with_label_values(&[activation])
             .inc_by(took.as_secs_f64());
-        self.convergence_total.with_label_values(&[activation]).inc();
+        self.convergence_total
+            .with_label_values(&[activation])
+            .inc();
     }
 
     /// A ConfigMap edit was refused.
@@ -354,11 +356,11 @@ impl Metrics {
                 if let Some(module) = &r.module {
                     common.insert("module".into(), module.clone());
                 }
-                let skipped = self
-                    .hooks
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .apply(r.module.as_deref().unwrap_or(""), &r.metrics, &common);
+                let skipped = self.hooks.lock().unwrap_or_else(|p| p.into_inner()).apply(
+                    r.module.as_deref().unwrap_or(""),
+                    &r.metrics,
+                    &common,
+                );
                 for why in skipped {
                     tracing::warn!(hook = %r.hook, module = r.module.as_deref().unwrap_or(""), "metric not exported: {why}");
                 }
@@ -559,15 +561,16 @@ impl HookMetricStore {
                     bounds.retain(|b| b.is_finite());
                     bounds.sort_by(f64::total_cmp);
                     bounds.dedup();
-                    let s = family
-                        .series
-                        .entry(labels.clone())
-                        .or_insert_with(|| Series::Histogram {
-                            counts: vec![0; bounds.len()],
-                            bounds,
-                            count: 0,
-                            sum: 0.0,
-                        });
+                    let s =
+                        family
+                            .series
+                            .entry(labels.clone())
+                            .or_insert_with(|| Series::Histogram {
+                                counts: vec![0; bounds.len()],
+                                bounds,
+                                count: 0,
+                                sum: 0.0,
+                            });
                     if let Series::Histogram {
                         bounds,
                         counts,
@@ -694,9 +697,7 @@ fn valid_name(n: &str, metric: bool) -> bool {
     let ok_first = |c: char| c.is_ascii_alphabetic() || c == '_' || (metric && c == ':');
     let ok = |c: char| ok_first(c) || c.is_ascii_digit();
     let mut chars = n.chars();
-    chars.next().is_some_and(ok_first)
-        && chars.all(ok)
-        && (metric || !n.starts_with("__"))
+    chars.next().is_some_and(ok_first) && chars.all(ok) && (metric || !n.starts_with("__"))
 }
 
 #[cfg(test)]
@@ -704,7 +705,13 @@ mod tests {
     use super::*;
     use crate::hooks::BindingType;
 
-    fn op(name: &str, action: &str, value: f64, labels: &[(&str, &str)], group: &str) -> MetricOperation {
+    fn op(
+        name: &str,
+        action: &str,
+        value: f64,
+        labels: &[(&str, &str)],
+        group: &str,
+    ) -> MetricOperation {
         MetricOperation {
             name: name.into(),
             action: action.into(),
@@ -738,10 +745,21 @@ mod tests {
         m.hook_runs(&[run(Some("alpha"), "hooks/a.sh", vec![])]);
         m.converged(OPERATOR_STARTUP, Duration::from_secs(1));
         let text = m.encode();
-        assert!(text.contains("ao_module_run_seconds_count{activation=\"OperatorStartup\",module=\"alpha\"} 1"), "{text}");
-        assert!(text.contains("ao_module_run_errors_total{module=\"alpha\"} 1"), "{text}");
+        assert!(
+            text.contains(
+                "ao_module_run_seconds_count{activation=\"OperatorStartup\",module=\"alpha\"} 1"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("ao_module_run_errors_total{module=\"alpha\"} 1"),
+            "{text}"
+        );
         assert!(text.contains("ao_module_hook_success_total{activation=\"OperatorStartup\",binding=\"beforeHelm\",hook=\"hooks/a.sh\",module=\"alpha\",queue=\"main\"} 1"), "{text}");
-        assert!(text.contains("ao_convergence_total{activation=\"OperatorStartup\"} 1"), "{text}");
+        assert!(
+            text.contains("ao_convergence_total{activation=\"OperatorStartup\"} 1"),
+            "{text}"
+        );
         assert!(Metrics::new("bad prefix ").is_err());
     }
 
@@ -759,9 +777,15 @@ mod tests {
             ],
         )]);
         let t = m.encode_hooks();
-        assert!(t.contains("things{hook=\"hooks/m.sh\",kind=\"pod\",module=\"alpha\"} 3"), "{t}");
+        assert!(
+            t.contains("things{hook=\"hooks/m.sh\",kind=\"pod\",module=\"alpha\"} 3"),
+            "{t}"
+        );
         assert!(t.contains("# TYPE runs counter"), "{t}");
-        assert!(t.contains("lat_bucket{hook=\"hooks/m.sh\",module=\"alpha\",le=\"5\"} 1"), "{t}");
+        assert!(
+            t.contains("lat_bucket{hook=\"hooks/m.sh\",module=\"alpha\",le=\"5\"} 1"),
+            "{t}"
+        );
         // Group g again: svc is gone, pod moves; `other` is expired alone.
         m.hook_runs(&[run(
             Some("alpha"),
@@ -779,13 +803,26 @@ mod tests {
             ],
         )]);
         let t = m.encode_hooks();
-        assert!(t.contains("things{hook=\"hooks/m.sh\",kind=\"pod\",module=\"alpha\"} 7"), "{t}");
+        assert!(
+            t.contains("things{hook=\"hooks/m.sh\",kind=\"pod\",module=\"alpha\"} 7"),
+            "{t}"
+        );
         assert!(!t.contains("kind=\"svc\""), "{t}");
         assert!(!t.contains("lat_bucket"), "{t}");
-        assert!(t.contains("runs{hook=\"hooks/m.sh\",module=\"alpha\"} 1"), "{t}");
+        assert!(
+            t.contains("runs{hook=\"hooks/m.sh\",module=\"alpha\"} 1"),
+            "{t}"
+        );
         // Another module's group of the same name is its own.
-        m.hook_runs(&[run(Some("beta"), "hooks/m.sh", vec![op("things", "set", 1.0, &[("kind", "x")], "g")])]);
-        assert!(m.encode_hooks().contains("kind=\"pod\",module=\"alpha\"} 7"));
+        m.hook_runs(&[run(
+            Some("beta"),
+            "hooks/m.sh",
+            vec![op("things", "set", 1.0, &[("kind", "x")], "g")],
+        )]);
+        assert!(
+            m.encode_hooks()
+                .contains("kind=\"pod\",module=\"alpha\"} 7")
+        );
     }
 
     #[test]

@@ -151,15 +151,19 @@ async fn operator_serves_metrics_health_and_its_debug_socket_against_fake_apiser
         op.log()
     );
 
-    eventually(Duration::from_secs(60), "ready after the first converge", || {
-        let a = addr.clone();
-        async move {
-            tokio::task::spawn_blocking(move || http_get(&a, "/readyz").0)
-                .await
-                .unwrap()
-                == 200
-        }
-    })
+    eventually(
+        Duration::from_secs(60),
+        "ready after the first converge",
+        || {
+            let a = addr.clone();
+            async move {
+                tokio::task::spawn_blocking(move || http_get(&a, "/readyz").0)
+                    .await
+                    .unwrap()
+                    == 200
+            }
+        },
+    )
     .await;
 
     let get = |path: &'static str| {
@@ -175,10 +179,19 @@ async fn operator_serves_metrics_health_and_its_debug_socket_against_fake_apiser
     let startup = "activation=\"OperatorStartup\"";
     let web = "module=\"web\"";
     for (name, labels) in [
-        ("addon_operator_module_run_seconds_count", vec![web, startup]),
+        (
+            "addon_operator_module_run_seconds_count",
+            vec![web, startup],
+        ),
         (
             "addon_operator_module_hook_run_seconds_count",
-            vec![web, startup, "binding=\"beforeHelm\"", "queue=\"main\"", "hook=\""],
+            vec![
+                web,
+                startup,
+                "binding=\"beforeHelm\"",
+                "queue=\"main\"",
+                "hook=\"",
+            ],
         ),
         (
             "addon_operator_module_hook_success_total",
@@ -188,7 +201,10 @@ async fn operator_serves_metrics_health_and_its_debug_socket_against_fake_apiser
             "addon_operator_global_hook_run_seconds_count",
             vec!["binding=\"onStartup\"", "hook=\"startup.sh\"", startup],
         ),
-        ("addon_operator_global_hook_success_total", vec!["hook=\"startup.sh\""]),
+        (
+            "addon_operator_global_hook_success_total",
+            vec!["hook=\"startup.sh\""],
+        ),
         ("addon_operator_convergence_total", vec![startup]),
         ("addon_operator_mm_module_enabled", vec![web]),
         (
@@ -226,7 +242,10 @@ async fn operator_serves_metrics_health_and_its_debug_socket_against_fake_apiser
     assert!(out.contains("greeting: hello"), "{out}");
     let (rc, out, err) = ctl(&socket, &["module", "render", "web"]).await;
     assert_eq!(rc, 0, "{err}");
-    assert!(out.contains("kind: Secret") && out.contains("name: web-config"), "{out}");
+    assert!(
+        out.contains("kind: Secret") && out.contains("name: web-config"),
+        "{out}"
+    );
     assert!(out.contains("***"), "{out}");
     for secret in ["czNjcjN0LXZhbHVl", "plain-token-value"] {
         assert!(!out.contains(secret), "secret shown: {out}");
@@ -251,7 +270,13 @@ async fn operator_serves_metrics_health_and_its_debug_socket_against_fake_apiser
 
     // A ConfigMap edit runs the module again: its figures move, its
     // values are the new ones, the hook's group loses svc and pod moves.
-    let runs = |m: &str| sample(m, "addon_operator_module_run_seconds_count", &[web, "activation=\"\""]);
+    let runs = |m: &str| {
+        sample(
+            m,
+            "addon_operator_module_run_seconds_count",
+            &[web, "activation=\"\""],
+        )
+    };
     assert_eq!(runs(&m), None, "no run after startup yet");
     patch_config(kc, r#"{"data":{"web":"greeting: changed"}}"#).await;
     eventually(Duration::from_secs(30), "the module ran again", || {
@@ -260,21 +285,32 @@ async fn operator_serves_metrics_health_and_its_debug_socket_against_fake_apiser
             let (_, m) = tokio::task::spawn_blocking(move || http_get(&a, "/metrics"))
                 .await
                 .unwrap();
-            sample(&m, "addon_operator_module_run_seconds_count", &[web, "activation=\"\""])
-                .is_some_and(|n| n >= 1.0)
+            sample(
+                &m,
+                "addon_operator_module_run_seconds_count",
+                &[web, "activation=\"\""],
+            )
+            .is_some_and(|n| n >= 1.0)
         }
     })
     .await;
     let (_, m) = get("/metrics").await;
     assert!(
-        sample(&m, "addon_operator_helm_operation_seconds_count", &[web, "operation=\"upgrade\"", "activation=\"\""]) == Some(1.0),
+        sample(
+            &m,
+            "addon_operator_helm_operation_seconds_count",
+            &[web, "operation=\"upgrade\"", "activation=\"\""]
+        ) == Some(1.0),
         "{m}"
     );
     let (_, out, _) = ctl(&socket, &["module", "values", "web", "-o", "json"]).await;
     assert!(out.contains("\"greeting\": \"changed\""), "{out}");
     let (_, hooks) = get("/metrics/hooks").await;
     assert_eq!(sample(&hooks, "web_items", &pod), Some(2.0), "{hooks}");
-    assert!(!hooks.contains("kind=\"svc\""), "svc expired with its group: {hooks}");
+    assert!(
+        !hooks.contains("kind=\"svc\""),
+        "svc expired with its group: {hooks}"
+    );
 
     // One log line per hook run and module run; hook stderr with its name.
     let log = op.log();
