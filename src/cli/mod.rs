@@ -12,6 +12,7 @@ use clap::{Args, Parser, Subcommand};
 
 mod apply;
 mod apply_live;
+mod ctl;
 mod diff;
 mod jq_worker;
 mod limits;
@@ -65,6 +66,12 @@ enum Command {
     /// Run the operator: converge the modules tree into the cluster and
     /// keep it converged (addon-operator's environment and ConfigMap).
     Run(run::RunArgs),
+    /// The running operator's queue (through its debug socket).
+    #[command(subcommand)]
+    Queue(ctl::QueueCommand),
+    /// The running operator's global values and config (through its debug socket).
+    #[command(subcommand)]
+    Global(ctl::GlobalCommand),
 }
 
 /// [`Cli`] with `template` as its only subcommand, for command lines that
@@ -336,6 +343,8 @@ fn run_cli() -> i32 {
         Command::Uninstall(a) => exit_code(apply::run_uninstall(a)),
         Command::History(a) => exit_code(apply::run_history(a)),
         Command::Run(a) => run::run_operator(a),
+        Command::Queue(c) => ctl::run_queue(c),
+        Command::Global(c) => ctl::run_global(c),
     }
 }
 

@@ -109,10 +109,30 @@ fn parse_size_arg(s: &str) -> Result<usize, String> {
 
 #[derive(Subcommand, Debug)]
 pub enum ModuleCommand {
-    /// List modules: order, name, enabled state and why.
-    List(TreeArgs),
-    /// Print a module's values (after global hooks and its own onStartup/beforeHelm hooks).
+    /// List modules: order, name, enabled state and why (with
+    /// --debug-socket: the running operator's, with phase and revision).
+    List(ListArgs),
+    /// Print a module's values (after global hooks and its own
+    /// onStartup/beforeHelm hooks; with --debug-socket: the values the
+    /// running operator's module last ran with).
     Values(ValuesArgs),
+    /// The running operator's render of a module now (Secret values masked).
+    Render(super::ctl::RenderArgs),
+    /// A module's state in the running operator: phase, revision, runs, last error.
+    Status(super::ctl::StatusArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// Ask the running operator through its debug socket instead of
+    /// reading the tree.
+    #[arg(long = "debug-socket", env = "DEBUG_UNIX_SOCKET")]
+    debug_socket: Option<PathBuf>,
+    /// Output format (json and yaml with --debug-socket).
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    output: super::ctl::Output,
+    #[command(flatten)]
+    tree: TreeArgs,
 }
 
 #[derive(Args, Debug)]
@@ -128,6 +148,10 @@ pub struct ValuesArgs {
     /// Do not run any hook: static, schema and config values only.
     #[arg(long = "no-hooks")]
     no_hooks: bool,
+    /// Ask the running operator through its debug socket instead of
+    /// reading the tree.
+    #[arg(long = "debug-socket", env = "DEBUG_UNIX_SOCKET")]
+    debug_socket: Option<PathBuf>,
     #[command(flatten)]
     tree: TreeArgs,
 }
@@ -250,14 +274,28 @@ fn fail(e: impl std::fmt::Display) -> i32 {
 
 pub fn run_module(cmd: ModuleCommand) -> i32 {
     match cmd {
-        ModuleCommand::List(t) => match list(&t) {
+        ModuleCommand::List(ListArgs {
+            debug_socket: Some(socket),
+            output,
+            ..
+        }) => super::ctl::finish(super::ctl::module_list(&socket, output)),
+        ModuleCommand::List(a) => match list(&a.tree) {
             Ok(()) => 0,
             Err(e) => fail(e),
         },
+        ModuleCommand::Values(ValuesArgs {
+            debug_socket: Some(socket),
+            name,
+            global,
+            output,
+            ..
+        }) => super::ctl::finish(super::ctl::module_values(&socket, &name, global, output)),
         ModuleCommand::Values(a) => match values(&a) {
             Ok(()) => 0,
             Err(e) => fail(e),
         },
+        ModuleCommand::Render(a) => super::ctl::finish(super::ctl::module_render(&a)),
+        ModuleCommand::Status(a) => super::ctl::finish(super::ctl::module_status(&a)),
     }
 }
 

@@ -45,6 +45,25 @@ pub struct RunArgs {
     /// Port of the HTTP server (also $SHELL_OPERATOR_LISTEN_PORT) [default: 9650].
     #[arg(long = "listen-port", env = "ADDON_OPERATOR_LISTEN_PORT")]
     listen_port: Option<u16>,
+    /// Prefix of the operator's own metrics (also
+    /// $SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX) [default: addon_operator_].
+    #[arg(
+        long = "prometheus-metrics-prefix",
+        env = "ADDON_OPERATOR_PROMETHEUS_METRICS_PREFIX"
+    )]
+    metrics_prefix: Option<String>,
+    /// Unix socket of the debug API (`antiopa module …`, `queue list`); an
+    /// empty value: none.
+    #[arg(
+        long = "debug-unix-socket",
+        env = "DEBUG_UNIX_SOCKET",
+        default_value = super::ctl::DEFAULT_SOCKET
+    )]
+    debug_socket: PathBuf,
+    /// Also serve the debug API over HTTP on this host:port (it shows
+    /// values and, on request, Secret data: keep it private).
+    #[arg(long = "debug-http-server-addr", env = "DEBUG_HTTP_SERVER_ADDR")]
+    debug_http_addr: Option<String>,
     /// Log level: error, warn, info, debug, trace.
     #[arg(long = "log-level", env = "LOG_LEVEL", default_value = "info")]
     log_level: String,
@@ -146,6 +165,33 @@ fn settings(a: &RunArgs) -> Result<Settings, String> {
     s.once = a.once;
     s.parallel = a.parallel;
     s.rescan_interval = (!a.rescan_interval.is_zero()).then_some(a.rescan_interval);
+    let address = a
+        .listen_address
+        .clone()
+        .or_else(|| env("SHELL_OPERATOR_LISTEN_ADDRESS"))
+        .unwrap_or_else(|| "0.0.0.0".into());
+    let port = match a.listen_port {
+        Some(p) => p,
+        None => match env("SHELL_OPERATOR_LISTEN_PORT") {
+            Some(p) => p
+                .parse()
+                .map_err(|_| format!("SHELL_OPERATOR_LISTEN_PORT: '{p}' is not a port"))?,
+            None => 9650,
+        },
+    };
+    // An IPv6 address is bracketed in host:port.
+    s.listen = Some(if address.contains(':') && !address.starts_with('[') {
+        format!("[{address}]:{port}")
+    } else {
+        format!("{address}:{port}")
+    });
+    s.metrics_prefix = a
+        .metrics_prefix
+        .clone()
+        .or_else(|| env("SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX"))
+        .unwrap_or_else(|| operator::metrics::DEFAULT_PREFIX.into());
+    s.debug_socket = (!a.debug_socket.as_os_str().is_empty()).then(|| a.debug_socket.clone());
+    s.debug_http_addr = a.debug_http_addr.clone().filter(|v| !v.is_empty());
     Ok(s)
 }
 
@@ -189,16 +235,6 @@ pub fn run_operator(a: RunArgs) -> i32 {
         }),
         request_timeout: Some(Duration::from_secs(60)),
     };
-    // Served from issue 30 on (metrics, health, debug API).
-    let _listen = (
-        a.listen_address
-            .clone()
-            .or_else(|| env("SHELL_OPERATOR_LISTEN_ADDRESS"))
-            .unwrap_or_else(|| "0.0.0.0".into()),
-        a.listen_port
-            .or_else(|| env("SHELL_OPERATOR_LISTEN_PORT").and_then(|p| p.parse().ok()))
-            .unwrap_or(9650),
-    );
     rt.block_on(async move {
         let cluster = match Cluster::connect(&opts).await {
             Ok(c) => c,

@@ -27,8 +27,8 @@ pub use enabled::{EnabledScriptError, EnabledState};
 pub use meta::{DependencyGraph, Edge, ModuleMeta, Requirement};
 pub use render::{RenderOptions, RenderedModule, render_modules};
 pub use session::{
-    ConfigDelta, HookKey, HookOperations, KubeBindingRef, LiveSnapshots, ScheduleBindingRef,
-    Session, SnapshotInput, hook_key,
+    ConfigDelta, HookKey, HookOperations, HookRunRecord, KubeBindingRef, LiveSnapshots,
+    ScheduleBindingRef, Session, SnapshotInput, hook_key,
 };
 
 /// Errors of this layer. Hook errors carry the hooks layer's text, which

@@ -26,13 +26,16 @@
 //! Schedules do not run offline; the
 //! operator runs them through [`Session::schedule_bindings`] and
 //! [`Session::run_schedule`], and executes the kubernetes operations hooks
-//! write ([`Session::take_kube_operations`]).
+//! write ([`Session::take_kube_operations`]). Every hook run is recorded
+//! (duration, outcome, `METRICS_PATH` operations) for the operator's
+//! metrics and logs ([`Session::take_hook_runs`]).
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -50,7 +53,7 @@ use crate::hooks::discovery::{
     discover_global_hooks, discover_legacy_hooks, discover_module_hooks,
 };
 use crate::hooks::exec::{OutputLimits, RunOptions, fmt_bytes, fmt_count, run_process};
-use crate::hooks::output::KubeOperation;
+use crate::hooks::output::{KubeOperation, MetricOperation};
 use crate::hooks::{
     BindingContext, BindingType, Hook, HookScope, JqRunner, LegacyStage, RunInput, Snapshots,
     sort_by_binding,
@@ -199,6 +202,26 @@ pub struct Session {
     /// `KUBERNETES_PATCH_PATH` operations hooks wrote, in run order, not
     /// yet taken ([`Session::take_kube_operations`]).
     kube_operations: Vec<HookOperations>,
+    /// Hook runs not yet taken ([`Session::take_hook_runs`]).
+    hook_runs: Vec<HookRunRecord>,
+}
+
+/// One hook run, as the operator's metrics and logs report it.
+#[derive(Clone, Debug)]
+pub struct HookRunRecord {
+    /// The module whose hook ran; `None`: a global hook.
+    pub module: Option<String>,
+    pub hook: String,
+    pub binding: BindingType,
+    /// The queue of its schedule/kubernetes bindings (`main` otherwise).
+    pub queue: String,
+    pub duration: Duration,
+    /// Why it failed (the process or what it wrote); `None`: it succeeded.
+    pub error: Option<String>,
+    /// Every binding of the run has `allowFailure: true`.
+    pub allow_failure: bool,
+    /// What it wrote to `METRICS_PATH` (only kept when it succeeded).
+    pub metrics: Vec<MetricOperation>,
 }
 
 /// The kubernetes operations one hook run asked for
@@ -286,6 +309,7 @@ impl Session {
             started_modules: BTreeSet::new(),
             initial_values: RefCell::new(BTreeMap::new()),
             kube_operations: Vec::new(),
+            hook_runs: Vec::new(),
         })
     }
 
@@ -421,7 +445,10 @@ impl Session {
                 values: &values,
                 config_values: &config_values,
             };
-            let out = hook.run(&input, &self.run, on_stderr).map_err(hook_err)?;
+            let started = Instant::now();
+            let out = hook.run(&input, &self.run, on_stderr);
+            self.record_run(None, hook, binding, ctx, started, &out);
+            let out = out.map_err(hook_err)?;
             forward_stdout(hook, &out.stdout, on_stderr);
             if !out.kubernetes_operations.is_empty() {
                 self.kube_operations.push(HookOperations {
@@ -969,9 +996,10 @@ impl Session {
             values: &values,
             config_values: &config_values,
         };
-        let out = hook
-            .run(&input, &self.run, on_stderr)
-            .map_err(|e| ModuleError::Hook(format!("module '{}': {e}", m.name)))?;
+        let started = Instant::now();
+        let out = hook.run(&input, &self.run, on_stderr);
+        self.record_run(Some(&m.name), hook, binding, ctx, started, &out);
+        let out = out.map_err(|e| ModuleError::Hook(format!("module '{}': {e}", m.name)))?;
         self.apply_module_hook_output(m, hook, binding, out, on_stderr)
     }
 
@@ -1125,9 +1153,14 @@ impl Session {
                 values: &values,
                 config_values: &config_values,
             };
-            let out = hook
-                .run(&input, &run, on_stderr)
-                .map_err(|e| ModuleError::Hook(format!("module '{name}': {e}")))?;
+            let started = Instant::now();
+            let out = hook.run(&input, &run, on_stderr);
+            let out = {
+                let mut s = lock(shared);
+                s.record_run(Some(name), hook, binding, &ctx, started, &out);
+                drop(s);
+                out.map_err(|e| ModuleError::Hook(format!("module '{name}': {e}")))?
+            };
             lock(shared).apply_module_hook_output(&m, hook, binding, out, on_stderr)?;
         }
         Ok(())
@@ -1138,6 +1171,57 @@ impl Session {
     /// them against the cluster.
     pub fn take_kube_operations(&mut self) -> Vec<HookOperations> {
         std::mem::take(&mut self.kube_operations)
+    }
+
+    /// Takes the records of the hook runs since the last call, in run
+    /// order (the operator's metrics and logs).
+    pub fn take_hook_runs(&mut self) -> Vec<HookRunRecord> {
+        std::mem::take(&mut self.hook_runs)
+    }
+
+    /// Keeps a record of one hook run. Its schedule/kubernetes bindings
+    /// (named by the contexts) give the queue and `allowFailure`.
+    fn record_run(
+        &mut self,
+        module: Option<&str>,
+        hook: &Hook,
+        binding: BindingType,
+        ctx: &[BindingContext],
+        started: Instant,
+        out: &Result<crate::hooks::HookOutput, crate::hooks::HookError>,
+    ) {
+        let c = &hook.config;
+        let named: Vec<(bool, &str)> = ctx
+            .iter()
+            .filter_map(|bc| match binding {
+                BindingType::Schedule => c
+                    .schedules
+                    .iter()
+                    .find(|b| b.name == bc.binding)
+                    .map(|b| (b.allow_failure, b.queue.as_str())),
+                BindingType::Kubernetes => c
+                    .kubernetes
+                    .iter()
+                    .find(|b| b.name == bc.binding)
+                    .map(|b| (b.allow_failure, b.queue.as_str())),
+                _ => None,
+            })
+            .collect();
+        let queue = named
+            .iter()
+            .map(|(_, q)| *q)
+            .find(|q| !q.is_empty())
+            .unwrap_or("main");
+        self.hook_runs.push(HookRunRecord {
+            module: module.map(str::to_string),
+            hook: hook.name.clone(),
+            binding,
+            queue: queue.to_string(),
+            duration: started.elapsed(),
+            error: out.as_ref().err().map(|e| e.to_string()),
+            allow_failure: !named.is_empty() && named.iter().all(|(a, _)| *a),
+            metrics: out.as_ref().map(|o| o.metrics.clone()).unwrap_or_default(),
+        });
     }
 
     /// The global hooks, then the hooks of `modules` (loading hooks not

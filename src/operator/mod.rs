@@ -34,13 +34,19 @@
 //!   module runs under way finish (within a grace period), so no release
 //!   is left pending by this process.
 //!
+//! - **HTTP** ([`http`]): `/metrics` ([`metrics`]), `/metrics/hooks`,
+//!   `/healthz`, `/readyz`, and the debug API ([`debug`]) on a unix socket.
+//!
 //! The operator holds one context ([`Ctx`]) with its dependencies; the
 //! synchronous session (hooks, values, renders) runs on blocking threads,
 //! the cluster side on the caller's tokio runtime.
 
 pub mod backoff;
 pub mod configmap;
+pub mod debug;
+mod http;
 mod kube_events;
+pub mod metrics;
 mod module_run;
 mod patch;
 pub mod render;
@@ -48,7 +54,7 @@ mod schedule;
 pub mod state;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -100,6 +106,15 @@ pub struct Settings {
     pub lock_timeout: Duration,
     /// How long module runs under way may take to finish after shutdown.
     pub shutdown_grace: Duration,
+    /// `host:port` of the HTTP server (metrics, health); `None`: none.
+    pub listen: Option<String>,
+    /// The debug API's unix socket; `None`: none.
+    pub debug_socket: Option<PathBuf>,
+    /// `host:port` serving the debug API over HTTP too
+    /// (`DEBUG_HTTP_SERVER_ADDR`); `None`: none.
+    pub debug_http_addr: Option<String>,
+    /// `ADDON_OPERATOR_PROMETHEUS_METRICS_PREFIX`.
+    pub metrics_prefix: String,
 }
 
 impl Settings {
@@ -118,6 +133,10 @@ impl Settings {
             chart_hook_timeout: Duration::from_secs(20 * 60),
             lock_timeout: Duration::from_secs(600),
             shutdown_grace: Duration::from_secs(30),
+            listen: None,
+            debug_socket: None,
+            debug_http_addr: None,
+            metrics_prefix: metrics::DEFAULT_PREFIX.to_string(),
         }
     }
 }
@@ -131,6 +150,8 @@ pub enum OperatorError {
     /// `--once`: what failed.
     #[error("{0}")]
     Failed(String),
+    #[error(transparent)]
+    Metrics(#[from] metrics::MetricsError),
 }
 
 /// What the caller signals to a running operator.
@@ -151,20 +172,30 @@ pub(crate) struct Ctx {
     status: Arc<RwLock<Status>>,
     /// Render helpers, sized to the CPU quota.
     pool: Arc<Pool>,
+    metrics: Arc<metrics::Metrics>,
+    /// What the loop publishes for the debug API.
+    view: Arc<RwLock<debug::View>>,
 }
 
 impl Ctx {
     /// Runs `f` on the session, on a blocking thread with the render pool
-    /// entered (hooks are processes, renders are CPU work).
+    /// entered (hooks are processes, renders are CPU work); the hook runs
+    /// it made are logged and recorded in the metrics.
     async fn with_session<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Session) -> T + Send + 'static,
     ) -> T {
         let session = self.session.clone();
         let pool = self.pool.clone();
+        let metrics = self.metrics.clone();
         let task = tokio::task::spawn_blocking(move || {
             let mut s = session.lock().unwrap_or_else(|p| p.into_inner());
-            pool.enter(|| f(&mut s))
+            let v = pool.enter(|| f(&mut s));
+            let runs = s.take_hook_runs();
+            drop(s);
+            log_hook_runs(&runs);
+            metrics.hook_runs(&runs);
+            v
         });
         match task.await {
             Ok(v) => v,
@@ -181,7 +212,17 @@ impl Ctx {
     ) -> T {
         let session = self.session.clone();
         let pool = self.pool.clone();
-        let task = tokio::task::spawn_blocking(move || pool.enter(|| f(&session)));
+        let metrics = self.metrics.clone();
+        let task = tokio::task::spawn_blocking(move || {
+            let v = pool.enter(|| f(&session));
+            let runs = session
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take_hook_runs();
+            log_hook_runs(&runs);
+            metrics.hook_runs(&runs);
+            v
+        });
         match task.await {
             Ok(v) => v,
             Err(e) => std::panic::resume_unwind(e.into_panic()),
@@ -204,6 +245,43 @@ impl Ctx {
 
     fn module_status<R>(&self, name: &str, f: impl FnOnce(&mut ModuleStatus) -> R) -> R {
         f(self.status().modules.entry(name.to_string()).or_default())
+    }
+
+    fn view(&self) -> std::sync::RwLockReadGuard<'_, debug::View> {
+        self.view.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn view_mut(&self) -> std::sync::RwLockWriteGuard<'_, debug::View> {
+        self.view.write().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// One line per hook run: module, hook, binding, duration, outcome.
+fn log_hook_runs(runs: &[crate::module::HookRunRecord]) {
+    for r in runs {
+        let module = r.module.as_deref().unwrap_or("");
+        let seconds = r.duration.as_secs_f64();
+        match &r.error {
+            None => tracing::info!(
+                module = %module,
+                hook = %r.hook,
+                binding = r.binding.as_str(),
+                queue = %r.queue,
+                seconds,
+                outcome = "ok",
+                "hook run"
+            ),
+            Some(e) => tracing::warn!(
+                module = %module,
+                hook = %r.hook,
+                binding = r.binding.as_str(),
+                queue = %r.queue,
+                seconds,
+                outcome = if r.allow_failure { "allowed error" } else { "error" },
+                "hook run failed: {}",
+                one_line(e)
+            ),
+        }
     }
 }
 
@@ -243,6 +321,27 @@ impl Work {
     fn is_empty(&self) -> bool {
         self.converge_at.is_none() && self.modules.is_empty()
     }
+
+    /// The tasks due, soonest first, as the debug API lists them.
+    fn tasks(&self, now: Instant) -> Vec<debug::QueuedTask> {
+        let due = |t: Instant| t.saturating_duration_since(now).as_secs_f64();
+        let mut out: Vec<debug::QueuedTask> = self
+            .converge_at
+            .map(|t| debug::QueuedTask {
+                kind: "ConvergeModules".into(),
+                module: None,
+                due_in_seconds: due(t),
+            })
+            .into_iter()
+            .chain(self.modules.iter().map(|(m, t)| debug::QueuedTask {
+                kind: "ModuleRun".into(),
+                module: Some(m.clone()),
+                due_in_seconds: due(*t),
+            }))
+            .collect();
+        out.sort_by(|a, b| a.due_in_seconds.total_cmp(&b.due_in_seconds));
+        out
+    }
 }
 
 /// The converge loop's state.
@@ -267,6 +366,8 @@ struct Operator {
     kube: kube_events::KubeWatches,
     /// Which module waits for which, as of the last converge.
     graph: DependencyGraph,
+    /// Why the next converge runs (its `activation` label).
+    activation: &'static str,
 }
 
 /// Runs the operator until `signals.shutdown` (or, with `once`, one
@@ -297,14 +398,30 @@ pub async fn run(
         &settings.config_map,
         signals.shutdown.clone(),
     );
+    let metrics = Arc::new(metrics::Metrics::new(&settings.metrics_prefix)?);
+    let ctx = Ctx {
+        settings,
+        cluster,
+        session: Arc::new(Mutex::new(session)),
+        status,
+        pool: Arc::new(Pool::for_this_process()),
+        metrics: metrics.clone(),
+        view: Arc::default(),
+    };
+    http::start(&ctx, &signals.shutdown).await;
+    // addon-operator's live_ticks: every 10 seconds while the process runs.
+    let ticks = signals.shutdown.clone();
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(Duration::from_secs(10));
+        loop {
+            tokio::select! {
+                _ = every.tick() => metrics.tick(),
+                _ = ticks.cancelled() => return,
+            }
+        }
+    });
     let mut op = Operator {
-        ctx: Ctx {
-            settings,
-            cluster,
-            session: Arc::new(Mutex::new(session)),
-            status,
-            pool: Arc::new(Pool::for_this_process()),
-        },
+        ctx,
         signals,
         config_rx,
         config_data: None,
@@ -316,12 +433,23 @@ pub async fn run(
         schedules: schedule::Schedules::default(),
         kube: kube_events::KubeWatches::default(),
         graph: DependencyGraph::default(),
+        activation: metrics::OPERATOR_STARTUP,
     };
     op.set_live_snapshots();
     op.run().await
 }
 
 impl Operator {
+    /// Publishes the work due (debug API, `tasks_queue_length`) and what
+    /// the loop does now.
+    fn publish_queue(&self, doing: &str) {
+        let tasks = self.work.tasks(Instant::now());
+        self.ctx.metrics.set_queue_length("main", tasks.len());
+        let mut v = self.ctx.view_mut();
+        v.queue = tasks;
+        v.doing = doing.to_string();
+    }
+
     async fn run(&mut self) -> Result<(), OperatorError> {
         let shutdown = self.signals.shutdown.clone();
         let reload = self.signals.reload.clone();
@@ -375,6 +503,7 @@ impl Operator {
                     };
                 }
             }
+            self.publish_queue("idle");
             let next_schedule = self
                 .schedules
                 .next_due()
@@ -435,6 +564,7 @@ impl Operator {
                     if first { "nothing converges until it is fixed" } else { "keeping the last good config" },
                     one_line(&e.to_string())
                 );
+                self.ctx.metrics.config_values_error();
                 let mut st = self.ctx.status();
                 st.config_errors += 1;
                 st.config_error = Some(e.to_string());
@@ -454,6 +584,7 @@ impl Operator {
         if first || delta.reconverge {
             if !first {
                 tracing::info!("config changed: global section or enabled flags; converging");
+                self.activation = "KubeConfigChanged";
             }
             self.work.converge_at = Some(now);
         }
@@ -495,6 +626,7 @@ impl Operator {
                 self.schedules.clear();
                 self.kube.clear();
                 self.set_live_snapshots();
+                self.activation = "ReloadAllModules";
                 self.work.converge_at = Some(Instant::now());
             }
             Ok(Err(e)) => {
@@ -511,6 +643,7 @@ impl Operator {
     /// One converge of every module (see the module comment).
     async fn converge(&mut self) {
         self.work.converge_at = None;
+        self.publish_queue("ConvergeModules");
         let started = Instant::now();
         let first = !self.global_started;
         if first {
@@ -520,8 +653,15 @@ impl Operator {
         let view = self.ctx.with_session(move |s| enabled_view(s, first)).await;
         let view = match view {
             Ok(v) => v,
-            Err(e) => return self.converge_failed(format!("global hooks: {e}")),
+            Err(e) => {
+                self.ctx.metrics.discover_error();
+                return self.converge_failed(format!("global hooks: {e}"));
+            }
         };
+        if !view.script_errors.is_empty() {
+            self.ctx.metrics.discover_error();
+        }
+        self.ctx.view_mut().order = view.order.clone();
         if let Err(e) = self.ctx.execute_hook_operations().await {
             return self.converge_failed(format!("global hooks: {e}"));
         }
@@ -536,6 +676,7 @@ impl Operator {
         {
             let mut st = self.ctx.status();
             for (name, on, reason) in &view.modules {
+                self.ctx.metrics.set_module_enabled(name, *on);
                 let m = st.modules.entry(name.clone()).or_default();
                 m.enabled_reason = reason.clone();
                 if !on && !view.script_errors.contains_key(name) {
@@ -553,7 +694,10 @@ impl Operator {
         let ns = self.ctx.settings.namespace.clone();
         let releases = match release::names_labelled(&self.ctx.cluster, &ns, MODULE_LABEL).await {
             Ok(r) => r,
-            Err(e) => return self.converge_failed(format!("listing releases: {e}")),
+            Err(e) => {
+                self.ctx.metrics.discover_error();
+                return self.converge_failed(format!("listing releases: {e}"));
+            }
         };
         let enabled_now: BTreeSet<String> = view
             .modules
@@ -579,6 +723,7 @@ impl Operator {
             .await
             {
                 tracing::error!(module = %name, "delete failed: {e}");
+                self.ctx.metrics.module_delete_failed(name);
                 self.ctx
                     .module_status(name, |m| m.last_error = Some(e.clone()));
                 return self.converge_failed(format!("module '{name}': delete: {e}"));
@@ -625,13 +770,19 @@ impl Operator {
                     st.converges += 1;
                     st.first_converge_done = true;
                 }
+                let took = started.elapsed();
                 tracing::info!(
                     modules = self.enabled.len(),
-                    seconds = started.elapsed().as_secs_f64(),
+                    activation = self.activation,
+                    seconds = took.as_secs_f64(),
+                    outcome = "ok",
                     "converged"
                 );
+                self.ctx.metrics.converged(self.activation, took);
+                self.ctx.metrics.set_started();
                 if changed {
                     tracing::info!("afterAll hooks changed global values: converging again");
+                    self.activation = "GlobalValuesChanged";
                     self.work.converge_at = Some(Instant::now());
                 } else if !view.script_errors.is_empty() && !self.ctx.settings.once {
                     // Their modules keep what they had; ask again later.
@@ -715,6 +866,9 @@ impl Operator {
                 "kubernetes bindings in force"
             );
         }
+        self.ctx
+            .metrics
+            .set_kube_bindings(self.kube.len(), self.kube.watches());
         let shutdown = self.signals.shutdown.clone();
         let late = tokio::select! {
             late = self.kube.wait_synced(&started, KUBE_SYNC_WAIT) => late,
@@ -792,6 +946,7 @@ impl Operator {
                             tracing::info!(
                                 "kubernetes hook changed global values: converging again"
                             );
+                            self.activation = "GlobalValuesChanged";
                             self.work.converge_at = Some(now);
                         }
                     }
@@ -844,6 +999,7 @@ impl Operator {
                         }
                         None => {
                             tracing::info!("schedule hook changed global values: converging again");
+                            self.activation = "GlobalValuesChanged";
                             self.work.converge_at = Some(now);
                         }
                     }
@@ -882,6 +1038,7 @@ impl Operator {
     /// until that one's next successful run wakes it.
     async fn run_modules(&mut self, names: Vec<String>) {
         let limit = self.ctx.settings.parallel.max(1);
+        self.publish_queue(&format!("ModuleRun {}", names.join(", ")));
         let mut pending: Vec<String> = Vec::new();
         for name in names {
             self.work.modules.remove(&name);
@@ -975,6 +1132,7 @@ impl Operator {
 
     fn record(&mut self, name: &str, r: Result<module_run::Ran, String>, took: Duration) {
         let once = self.ctx.settings.once;
+        self.ctx.metrics.module_run(name, took, r.is_ok());
         match r {
             Ok(ran) => {
                 tracing::info!(
@@ -982,6 +1140,7 @@ impl Operator {
                     revision = ran.revision,
                     written = ran.written,
                     seconds = took.as_secs_f64(),
+                    outcome = "ok",
                     "module run done"
                 );
                 self.ctx.module_status(name, |m| {
@@ -1023,6 +1182,8 @@ impl Operator {
                 tracing::error!(
                     module = %name,
                     attempt = failures,
+                    seconds = took.as_secs_f64(),
+                    outcome = "error",
                     "module run failed: {}; retrying in {:.1}s",
                     one_line(&e),
                     delay.as_secs_f64()

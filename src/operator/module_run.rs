@@ -59,6 +59,7 @@ pub(crate) async fn run(ctx: &Ctx, name: &str) -> Result<Ran, String> {
         values_changed: false,
     };
     if module.has_chart {
+        let release_started = std::time::Instant::now();
         let render = |at: Next| {
             let (module, values, ns) = (module.clone(), values.clone(), ns.clone());
             let (limits, cluster) = (ctx.settings.limits, ctx.cluster.clone());
@@ -80,6 +81,9 @@ pub(crate) async fn run(ctx: &Ctx, name: &str) -> Result<Ran, String> {
             }
         };
         ran.revision = Some(version);
+        let operation = if ran.written { "upgrade" } else { "none" };
+        ctx.metrics
+            .release_operation(name, operation, release_started.elapsed());
     }
 
     let n = name.to_string();

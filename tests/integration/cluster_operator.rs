@@ -111,6 +111,10 @@ impl Operator {
             .env("KUBECONFIG", kubeconfig)
             .env("HOME", std::env::temp_dir())
             .env("LOG_LEVEL", "info")
+            // Each operator its own port and debug socket (beside its log).
+            .env("ADDON_OPERATOR_LISTEN_ADDRESS", "127.0.0.1")
+            .env("ADDON_OPERATOR_LISTEN_PORT", "0")
+            .env("DEBUG_UNIX_SOCKET", log.with_extension("sock"))
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(log).unwrap())
             .spawn()
@@ -140,12 +144,12 @@ impl Operator {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    fn signal(&self, sig: nix::sys::signal::Signal) {
+    pub(crate) fn signal(&self, sig: nix::sys::signal::Signal) {
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), sig).unwrap();
     }
 
     /// Waits for the process to exit, at most `limit`.
-    async fn wait(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+    pub(crate) async fn wait(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
         let end = Instant::now() + limit;
         while Instant::now() < end {
             if let Some(st) = self.child.try_wait().unwrap() {
@@ -220,7 +224,7 @@ pub(crate) async fn cluster(kubeconfig: &Path) -> Cluster {
 }
 
 /// The last revision of release `name` (`None`: no release).
-async fn last(c: &Cluster, name: &str) -> Option<Release> {
+pub(crate) async fn last(c: &Cluster, name: &str) -> Option<Release> {
     release::history(c, name, NS)
         .await
         .unwrap()

@@ -17,6 +17,7 @@ mod cluster_helm;
 mod cluster_kps;
 mod cluster_module_deps;
 mod cluster_operator;
+mod cluster_operator_api;
 mod cluster_ownership;
 mod compat;
 mod corpus;
