@@ -25,8 +25,8 @@ pub use discovery::{Module, ModulesSettings, ModulesTree, discover};
 pub use enabled::{EnabledScriptError, EnabledState};
 pub use render::{RenderOptions, RenderedModule, render_modules};
 pub use session::{
-    ConfigDelta, HookKey, HookOperations, KubeBindingRef, LiveSnapshots, ScheduleBindingRef,
-    Session, SnapshotInput, hook_key,
+    ConfigDelta, HookKey, HookOperations, KubeBindingRef, LiveSnapshots, PreparedRun,
+    ScheduleBindingRef, Session, SnapshotInput, hook_key,
 };
 
 /// Errors of this layer. Hook errors carry the hooks layer's text, which
