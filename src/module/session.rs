@@ -51,8 +51,8 @@ use crate::hooks::discovery::{
 use crate::hooks::exec::{OutputLimits, RunOptions, fmt_bytes, fmt_count, run_process};
 use crate::hooks::output::KubeOperation;
 use crate::hooks::{
-    BindingContext, BindingType, Hook, HookOutput, HookScope, JqRunner, LegacyStage, RunInput, Snapshots,
-    sort_by_binding,
+    BindingContext, BindingType, Hook, HookOutput, HookScope, JqRunner, LegacyStage, RunInput,
+    Snapshots, sort_by_binding,
 };
 use crate::values::legacy::LegacySources;
 use crate::values::merge::merge_into;
@@ -1026,7 +1026,12 @@ impl Session {
             None => &self.global_hooks,
             Some(m) => self.module_hooks.get(m)?,
         };
-        hooks.iter().find(|h| h.name == hook)?.config.settings.clone()
+        hooks
+            .iter()
+            .find(|h| h.name == hook)?
+            .config
+            .settings
+            .clone()
     }
 
     /// Prepares one run of a hook (of `module`, or a global one) with

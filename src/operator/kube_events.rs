@@ -45,6 +45,8 @@ pub struct HookEvent {
     pub module: Option<String>,
     pub hook: String,
     pub binding: String,
+    /// The binding's `queue`.
+    pub queue: String,
     pub allow_failure: bool,
     pub context: BindingContext,
     key: BindingKey,
@@ -632,6 +634,7 @@ impl SubState {
             module: self.sub.binding.module.clone(),
             hook: self.sub.binding.hook.clone(),
             binding: b.name.clone(),
+            queue: b.queue.clone(),
             allow_failure: b.allow_failure,
             context,
             key: self.sub.key.clone(),
