@@ -125,10 +125,8 @@ impl Schedules {
             }
         }
         for f in &mut out {
-            let mut all: Vec<(usize, String, ScheduleBinding)> = f
-                .indexes
-                .iter()
-                .copied()
+            let mut all: Vec<(usize, String, ScheduleBinding)> = std::mem::take(&mut f.indexes)
+                .into_iter()
                 .zip(std::mem::take(&mut f.names))
                 .zip(std::mem::take(&mut f.bindings))
                 .map(|((i, n), b)| (i, n, b))
@@ -221,43 +219,55 @@ mod tests {
     #[test]
     fn bindings_of_one_hook_due_together_are_one_run() {
         let mut s = Schedules::default();
-        let (b1, b0) = (
-            binding(Some("m"), "h", 1, "*/2 * * * * *"),
-            binding(Some("m"), "h", 0, "*/2 * * * * *"),
-        );
         let mut other_queue = binding(Some("m"), "h", 2, "*/2 * * * * *");
         other_queue.binding.queue = "q".into();
         s.set(
             vec![
-                b1.clone(),
-                b0.clone(),
+                binding(Some("m"), "h", 1, "*/2 * * * * *"),
+                binding(Some("m"), "h", 0, "*/2 * * * * *"),
                 binding(Some("n"), "h", 0, "*/3 * * * * *"),
-                other_queue.clone(),
+                other_queue,
             ],
             at(10, 0, 1),
         );
-        let due = s.take_due(at(10, 0, 2));
+        let due: Vec<_> = s
+            .take_due(at(10, 0, 2))
+            .into_iter()
+            .map(|f| {
+                let names: Vec<String> = f.bindings.iter().map(|b| b.name.clone()).collect();
+                (
+                    f.module,
+                    f.hook,
+                    f.queue,
+                    f.indexes,
+                    f.names,
+                    names,
+                    f.allow_failure,
+                )
+            })
+            .collect();
+        let s2 = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         assert_eq!(
             due,
             vec![
-                Firing {
-                    module: Some("m".into()),
-                    hook: "h".into(),
-                    queue: "main".into(),
-                    bindings: vec![b0.binding, b1.binding],
-                    indexes: vec![0, 1],
-                    names: vec!["b0".into(), "b1".into()],
-                    allow_failure: false,
-                },
-                Firing {
-                    module: Some("m".into()),
-                    hook: "h".into(),
-                    queue: "q".into(),
-                    bindings: vec![other_queue.binding],
-                    indexes: vec![2],
-                    names: vec!["b2".into()],
-                    allow_failure: false,
-                }
+                (
+                    Some("m".into()),
+                    "h".to_string(),
+                    "main".to_string(),
+                    vec![0, 1],
+                    s2(&["b0", "b1"]),
+                    s2(&["b0", "b1"]),
+                    false
+                ),
+                (
+                    Some("m".into()),
+                    "h".to_string(),
+                    "q".to_string(),
+                    vec![2],
+                    s2(&["b2"]),
+                    s2(&["b2"]),
+                    false
+                ),
             ]
         );
         assert_eq!(s.take_due(at(10, 0, 3))[0].module.as_deref(), Some("n"));
