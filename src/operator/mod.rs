@@ -724,6 +724,7 @@ impl Operator {
             }
             Err(e) => return tracing::error!("kubernetes bindings: {e}"),
         };
+        self.kube.resolve_kinds(&bindings, &self.ctx.cluster).await;
         let before = self.kube.len();
         let started = self.kube.set(
             bindings,
