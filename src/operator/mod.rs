@@ -756,6 +756,7 @@ impl Operator {
     /// Queues the hook runs of kubernetes events (of enabled modules' and
     /// global hooks) in their bindings' queues.
     fn enqueue_kube_events(&mut self, events: Vec<kube_events::HookEvent>) {
+        let mut tasks = Vec::new();
         for ev in events {
             if ev
                 .module
@@ -772,21 +773,24 @@ impl Operator {
                 contexts: vec![ev.context],
                 allow_failure: ev.allow_failure,
             };
-            self.queues.push(&ev.queue, task);
+            tasks.push((ev.queue, task));
         }
+        self.queues.push_all(tasks);
     }
 
     /// Queues the hook runs of the schedule bindings that fired.
     fn enqueue_schedules(&mut self, fired: Vec<schedule::Firing>) {
+        let mut tasks = Vec::new();
         for f in fired {
             if f.module.as_ref().is_some_and(|m| !self.enabled.contains(m)) {
                 continue;
             }
             for b in &f.bindings {
                 let task = queue::Task::schedule(f.module.clone(), f.hook.clone(), b);
-                self.queues.push(&f.queue, task);
+                tasks.push((f.queue.clone(), task));
             }
         }
+        self.queues.push_all(tasks);
     }
 
     /// One run of the main queue (see [`queue::run_task`]).

@@ -486,25 +486,40 @@ impl Queues {
         self.shared.publish(&queues);
     }
 
-    /// Queues `task` in `queue` (a Synchronization before the hook's
-    /// events), starting the queue's worker the first time.
+    /// Queues `task` in `queue` (see [`Queues::push_all`]).
     pub fn push(&self, queue: &str, task: Task) {
-        let sync = task
-            .contexts
-            .iter()
-            .any(|c| matches!(c.event, Some(KubeEvent::Synchronization { .. })));
+        self.push_all(vec![(queue.to_string(), task)]);
+    }
+
+    /// Queues each task in its queue (a Synchronization before the hook's
+    /// events), all at once so that a worker sees them together, starting
+    /// a queue's worker the first time.
+    pub fn push_all(&self, tasks: Vec<(String, Task)>) {
+        let mut named = BTreeSet::new();
         {
             let mut queues = lock(&self.shared.queues);
-            let q = queues.entry(queue.to_string()).or_default();
-            match sync {
-                true => q.push_first_for_hook(task),
-                false => q.push(task),
+            for (queue, task) in tasks {
+                let sync = task
+                    .contexts
+                    .iter()
+                    .any(|c| matches!(c.event, Some(KubeEvent::Synchronization { .. })));
+                let q = queues.entry(queue.clone()).or_default();
+                match sync {
+                    true => q.push_first_for_hook(task),
+                    false => q.push(task),
+                }
+                if queue != MAIN {
+                    named.insert(queue);
+                }
             }
             self.shared.publish(&queues);
         }
-        if queue == MAIN {
-            return;
+        for queue in named {
+            self.wake_worker(&queue);
         }
+    }
+
+    fn wake_worker(&self, queue: &str) {
         let notify = {
             let mut wake = lock(&self.shared.wake);
             match wake.get(queue) {
