@@ -28,7 +28,7 @@ pub use meta::{DependencyGraph, Edge, ModuleMeta, Requirement};
 pub use render::{RenderOptions, RenderedModule, render_modules};
 pub use session::{
     ConfigDelta, HookKey, HookOperations, HookRunRecord, KubeBindingRef, LiveSnapshots,
-    ScheduleBindingRef, Session, SnapshotInput, hook_key,
+    PreparedRun, ScheduleBindingRef, Session, SnapshotInput, hook_key,
 };
 
 /// Errors of this layer. Hook errors carry the hooks layer's text, which

@@ -55,8 +55,8 @@ use crate::hooks::discovery::{
 use crate::hooks::exec::{OutputLimits, RunOptions, fmt_bytes, fmt_count, run_process};
 use crate::hooks::output::{KubeOperation, MetricOperation};
 use crate::hooks::{
-    BindingContext, BindingType, Hook, HookScope, JqRunner, LegacyStage, RunInput, Snapshots,
-    sort_by_binding,
+    BindingContext, BindingType, Hook, HookOutput, HookScope, JqRunner, LegacyStage, RunInput,
+    Snapshots, sort_by_binding,
 };
 use crate::values::legacy::LegacySources;
 use crate::values::merge::merge_into;
@@ -204,6 +204,12 @@ pub struct Session {
     kube_operations: Vec<HookOperations>,
     /// Hook runs not yet taken ([`Session::take_hook_runs`]).
     hook_runs: Vec<HookRunRecord>,
+    /// The operator runs the Synchronization of bindings with
+    /// `waitForSynchronization: false` in their queues, not in the module
+    /// run: those are left out and listed in `deferred_syncs`. Offline
+    /// (false) they run where the others do.
+    pub defer_unwaited_syncs: bool,
+    deferred_syncs: Vec<KubeBindingRef>,
 }
 
 /// One hook run, as the operator's metrics and logs report it.
@@ -222,6 +228,42 @@ pub struct HookRunRecord {
     pub allow_failure: bool,
     /// What it wrote to `METRICS_PATH` (only kept when it succeeded).
     pub metrics: Vec<MetricOperation>,
+}
+
+/// A hook run prepared under the session (its values taken), executed
+/// without it ([`PreparedRun::execute`]: hooks of other queues run
+/// meanwhile), then finished under it again
+/// ([`Session::finish_hook_run`]: patches applied).
+pub struct PreparedRun {
+    /// `None`: a global hook.
+    module: Option<Module>,
+    hook: Hook,
+    binding: BindingType,
+    contexts: Vec<BindingContext>,
+    values: Value,
+    config_values: Value,
+    run: RunOptions,
+}
+
+impl PreparedRun {
+    /// Runs the hook's process (no session needed), forwarding its output.
+    pub fn execute(&self, on_stderr: &mut dyn FnMut(&str)) -> Result<HookOutput, ModuleError> {
+        let input = RunInput {
+            binding: self.binding,
+            contexts: &self.contexts,
+            values: &self.values,
+            config_values: &self.config_values,
+        };
+        let out = self
+            .hook
+            .run(&input, &self.run, on_stderr)
+            .map_err(|e| match &self.module {
+                Some(m) => ModuleError::Hook(format!("module '{}': {e}", m.name)),
+                None => hook_err(e),
+            })?;
+        forward_stdout(&self.hook, &out.stdout, on_stderr);
+        Ok(out)
+    }
 }
 
 /// The kubernetes operations one hook run asked for
@@ -310,6 +352,8 @@ impl Session {
             initial_values: RefCell::new(BTreeMap::new()),
             kube_operations: Vec::new(),
             hook_runs: Vec::new(),
+            defer_unwaited_syncs: false,
+            deferred_syncs: Vec::new(),
         })
     }
 
@@ -418,6 +462,7 @@ impl Session {
             .cloned()
             .collect();
         for hook in &hooks {
+            self.defer_syncs(None, hook);
             let ctx = self
                 .sync_contexts(hook)
                 .map_err(|e| ModuleError::Hook(format!("hook '{}': snapshots: {e}", hook.name)))?;
@@ -436,48 +481,61 @@ impl Session {
         ctx: &[BindingContext],
         on_stderr: &mut dyn FnMut(&str),
     ) -> Result<(), ModuleError> {
-        {
-            let values = Value::Object(self.values.global.values_with_prefix());
-            let config_values = Value::Object(self.values.global.config_values_with_prefix());
-            let input = RunInput {
-                binding,
-                contexts: ctx,
-                values: &values,
-                config_values: &config_values,
-            };
-            let started = Instant::now();
-            let out = hook.run(&input, &self.run, on_stderr);
-            self.record_run(None, hook, binding, ctx, started, &out);
-            let out = out.map_err(hook_err)?;
-            forward_stdout(hook, &out.stdout, on_stderr);
-            if !out.kubernetes_operations.is_empty() {
-                self.kube_operations.push(HookOperations {
-                    hook: format!("hook '{}'", hook.name),
-                    operations: out.kubernetes_operations.clone(),
-                });
-            }
-            let wrap = |e: crate::values::ValuesError| {
-                ModuleError::Hook(format!(
-                    "hook '{}' (binding {}): {e}",
-                    hook.name,
-                    binding.as_str()
-                ))
-            };
-            let outcome = self
-                .values
-                .global
-                .apply_hook_config_patch(&hook.name, &out.config_values_patch)
-                .map_err(wrap)?;
-            self.enabled_ops.extend(outcome.enabled.operations);
-            let outcome = self
-                .values
-                .global
-                .apply_hook_patch(&hook.name, &out.values_patch)
-                .map_err(wrap)?;
-            self.enabled_ops.extend(outcome.enabled.operations);
-            if let Some(Value::Object(ret)) = out.return_values {
-                self.legacy_returns.push(ret);
-            }
+        let prepared = self.prepare_global(hook, binding, ctx);
+        let started = Instant::now();
+        let out = prepared.execute(on_stderr);
+        self.record_run(None, hook, binding, ctx, started, &out);
+        self.finish_global(&prepared, out?)
+    }
+
+    fn prepare_global(
+        &self,
+        hook: &Hook,
+        binding: BindingType,
+        ctx: &[BindingContext],
+    ) -> PreparedRun {
+        PreparedRun {
+            module: None,
+            hook: hook.clone(),
+            binding,
+            contexts: ctx.to_vec(),
+            values: Value::Object(self.values.global.values_with_prefix()),
+            config_values: Value::Object(self.values.global.config_values_with_prefix()),
+            run: self.run.clone(),
+        }
+    }
+
+    /// A global hook's output applied: its patches, kubernetes operations
+    /// and returned values.
+    fn finish_global(&mut self, p: &PreparedRun, out: HookOutput) -> Result<(), ModuleError> {
+        let (hook, binding) = (&p.hook, p.binding);
+        if !out.kubernetes_operations.is_empty() {
+            self.kube_operations.push(HookOperations {
+                hook: format!("hook '{}'", hook.name),
+                operations: out.kubernetes_operations.clone(),
+            });
+        }
+        let wrap = |e: crate::values::ValuesError| {
+            ModuleError::Hook(format!(
+                "hook '{}' (binding {}): {e}",
+                hook.name,
+                binding.as_str()
+            ))
+        };
+        let outcome = self
+            .values
+            .global
+            .apply_hook_config_patch(&hook.name, &out.config_values_patch)
+            .map_err(wrap)?;
+        self.enabled_ops.extend(outcome.enabled.operations);
+        let outcome = self
+            .values
+            .global
+            .apply_hook_patch(&hook.name, &out.values_patch)
+            .map_err(wrap)?;
+        self.enabled_ops.extend(outcome.enabled.operations);
+        if let Some(Value::Object(ret)) = out.return_values {
+            self.legacy_returns.push(ret);
         }
         Ok(())
     }
@@ -941,6 +999,7 @@ impl Session {
         let m = self.module(name)?.clone();
         let hooks = self.module_hooks(&m, on_stderr)?;
         for hook in sort_by_binding(&hooks, BindingType::Kubernetes) {
+            self.defer_syncs(Some(name), hook);
             let ctx = self.sync_contexts(hook).map_err(|e| {
                 ModuleError::Hook(format!(
                     "module '{name}': hook '{}': snapshots: {e}",
@@ -952,6 +1011,123 @@ impl Session {
             }
         }
         Ok(())
+    }
+
+    /// Lists the hook's bindings whose Synchronization runs in their queue
+    /// (`waitForSynchronization: false`), when the operator asks for that.
+    fn defer_syncs(&mut self, module: Option<&str>, hook: &Hook) {
+        if !self.defer_unwaited_syncs {
+            return;
+        }
+        for k in &hook.config.kubernetes {
+            if k.execute_hook_on_synchronization && !k.wait_for_synchronization {
+                self.deferred_syncs.push(KubeBindingRef {
+                    module: module.map(str::to_string),
+                    hook: hook.name.clone(),
+                    binding: k.clone(),
+                });
+            }
+        }
+    }
+
+    /// Takes the bindings whose Synchronization was left to their queues
+    /// (`waitForSynchronization: false`) since the last call.
+    pub fn take_deferred_syncs(&mut self) -> Vec<KubeBindingRef> {
+        std::mem::take(&mut self.deferred_syncs)
+    }
+
+    /// Whether a module's `onStartup` hooks and kubernetes Synchronization
+    /// have run (its hooks may then get Event runs).
+    pub fn module_started(&self, name: &str) -> bool {
+        self.started_modules.contains(name)
+    }
+
+    /// A hook's `settings` (its run rate), `None` when it has none or is
+    /// not loaded.
+    pub fn hook_settings(
+        &self,
+        module: Option<&str>,
+        hook: &str,
+    ) -> Option<crate::hooks::config::Settings> {
+        let hooks = match module {
+            None => &self.global_hooks,
+            Some(m) => self.module_hooks.get(m)?,
+        };
+        hooks
+            .iter()
+            .find(|h| h.name == hook)?
+            .config
+            .settings
+            .clone()
+    }
+
+    /// Prepares one run of a hook (of `module`, or a global one) with
+    /// `contexts`: its input taken now, its process run by
+    /// [`PreparedRun::execute`] without the session, its output applied by
+    /// [`Session::finish_hook_run`].
+    pub fn prepare_hook_run(
+        &mut self,
+        module: Option<&str>,
+        hook: &str,
+        binding: BindingType,
+        contexts: &[BindingContext],
+        on_stderr: &mut dyn FnMut(&str),
+    ) -> Result<PreparedRun, ModuleError> {
+        match module {
+            None => {
+                let h = self.global_hook(hook)?;
+                Ok(self.prepare_global(&h, binding, contexts))
+            }
+            Some(name) => {
+                let m = self.module(name)?.clone();
+                let h = self.module_hook(name, hook, on_stderr)?;
+                self.prepare_module(&m, &h, binding, contexts, on_stderr)
+            }
+        }
+    }
+
+    /// Records a prepared run's outcome for the operator's logs and
+    /// metrics ([`Session::take_hook_runs`]).
+    pub fn record_prepared(
+        &mut self,
+        p: &PreparedRun,
+        started: Instant,
+        out: &Result<HookOutput, ModuleError>,
+    ) {
+        let module = p.module.as_ref().map(|m| m.name.clone());
+        self.record_run(
+            module.as_deref(),
+            &p.hook,
+            p.binding,
+            &p.contexts,
+            started,
+            out,
+        );
+    }
+
+    /// Applies what a prepared run returned. Returns whether it changed
+    /// its module's values (global hook: the global values or a module's
+    /// enabled flag), as [`Session::run_module_hook_by_name`] and
+    /// [`Session::run_global_hook_by_name`] do.
+    pub fn finish_hook_run(
+        &mut self,
+        prepared: &PreparedRun,
+        out: HookOutput,
+    ) -> Result<bool, ModuleError> {
+        match &prepared.module {
+            None => {
+                let values = self.values.global.values().clone();
+                let flags = dynamic_enabled(&self.enabled_ops);
+                self.finish_global(prepared, out)?;
+                Ok(self.values.global.values() != &values
+                    || dynamic_enabled(&self.enabled_ops) != flags)
+            }
+            Some(m) => {
+                let before = self.values.module_values(&m.name, false);
+                self.finish_module(prepared, out)?;
+                Ok(self.values.module_values(&m.name, false) != before)
+            }
+        }
     }
 
     /// The contexts of a hook's `Synchronization` run: one per kubernetes
@@ -966,7 +1142,10 @@ impl Session {
             .config
             .kubernetes
             .iter()
-            .filter(|k| k.execute_hook_on_synchronization)
+            .filter(|k| {
+                k.execute_hook_on_synchronization
+                    && (k.wait_for_synchronization || !self.defer_unwaited_syncs)
+            })
             .map(|k| {
                 let objects = snapshots.get(&k.name).cloned().unwrap_or_default();
                 vec![BindingContext::kubernetes(
@@ -989,28 +1168,23 @@ impl Session {
         ctx: &[BindingContext],
         on_stderr: &mut dyn FnMut(&str),
     ) -> Result<(), ModuleError> {
-        let (values, config_values) = self.module_hook_input(m, on_stderr)?;
-        let input = RunInput {
-            binding,
-            contexts: ctx,
-            values: &values,
-            config_values: &config_values,
-        };
+        let prepared = self.prepare_module(m, hook, binding, ctx, on_stderr)?;
         let started = Instant::now();
-        let out = hook.run(&input, &self.run, on_stderr);
+        let out = prepared.execute(on_stderr);
         self.record_run(Some(&m.name), hook, binding, ctx, started, &out);
-        let out = out.map_err(|e| ModuleError::Hook(format!("module '{}': {e}", m.name)))?;
-        self.apply_module_hook_output(m, hook, binding, out, on_stderr)
+        self.finish_module(&prepared, out?)
     }
 
-    /// The values and config values a module hook gets.
-    fn module_hook_input(
+    fn prepare_module(
         &self,
         m: &Module,
+        hook: &Hook,
+        binding: BindingType,
+        ctx: &[BindingContext],
         on_stderr: &mut dyn FnMut(&str),
-    ) -> Result<(Value, Value), ModuleError> {
+    ) -> Result<PreparedRun, ModuleError> {
         let name = m.name.as_str();
-        Ok(if m.legacy {
+        let (values, config_values) = if m.legacy {
             (
                 Value::Object(self.legacy_module_values(m, on_stderr)?),
                 Value::Object(Values::new()),
@@ -1024,21 +1198,27 @@ impl Session {
                         .unwrap_or_default(),
                 ),
             )
+        };
+        Ok(PreparedRun {
+            module: Some(m.clone()),
+            hook: hook.clone(),
+            binding,
+            contexts: ctx.to_vec(),
+            values,
+            config_values,
+            run: self.run.clone(),
         })
     }
 
-    /// What a module hook's run wrote: its kubernetes operations queued,
-    /// its values patches applied.
-    fn apply_module_hook_output(
-        &mut self,
-        m: &Module,
-        hook: &Hook,
-        binding: BindingType,
-        out: crate::hooks::HookOutput,
-        on_stderr: &mut dyn FnMut(&str),
-    ) -> Result<(), ModuleError> {
+    /// A module hook's output applied: its values patches and kubernetes
+    /// operations (an original-layout `before-helm` hook's returned values
+    /// are kept instead of patches).
+    fn finish_module(&mut self, p: &PreparedRun, out: HookOutput) -> Result<(), ModuleError> {
+        let (m, hook, binding) = match &p.module {
+            Some(m) => (m, &p.hook, p.binding),
+            None => return self.finish_global(p, out),
+        };
         let name = m.name.as_str();
-        forward_stdout(hook, &out.stdout, on_stderr);
         if !out.kubernetes_operations.is_empty() {
             self.kube_operations.push(HookOperations {
                 hook: format!("module '{name}': hook '{}'", hook.name),
@@ -1130,9 +1310,10 @@ impl Session {
             ))
         };
         for hook in &hooks {
-            let (ctx, values, config_values, run) = {
-                let s = lock(shared);
+            let prepared = {
+                let mut s = lock(shared);
                 let ctx = if binding == BindingType::Kubernetes {
+                    s.defer_syncs(Some(name), hook);
                     s.sync_contexts(hook).map_err(|e| snap_err(hook, e))?
                 } else {
                     let snapshots = s
@@ -1144,24 +1325,13 @@ impl Session {
                 if ctx.is_empty() && binding == BindingType::Kubernetes {
                     continue;
                 }
-                let (values, config_values) = s.module_hook_input(&m, on_stderr)?;
-                (ctx, values, config_values, s.run.clone())
-            };
-            let input = RunInput {
-                binding,
-                contexts: &ctx,
-                values: &values,
-                config_values: &config_values,
+                s.prepare_module(&m, hook, binding, &ctx, on_stderr)?
             };
             let started = Instant::now();
-            let out = hook.run(&input, &run, on_stderr);
-            let out = {
-                let mut s = lock(shared);
-                s.record_run(Some(name), hook, binding, &ctx, started, &out);
-                drop(s);
-                out.map_err(|e| ModuleError::Hook(format!("module '{name}': {e}")))?
-            };
-            lock(shared).apply_module_hook_output(&m, hook, binding, out, on_stderr)?;
+            let out = prepared.execute(on_stderr);
+            let mut s = lock(shared);
+            s.record_run(Some(name), hook, binding, &prepared.contexts, started, &out);
+            s.finish_module(&prepared, out?)?;
         }
         Ok(())
     }
@@ -1188,7 +1358,7 @@ impl Session {
         binding: BindingType,
         ctx: &[BindingContext],
         started: Instant,
-        out: &Result<crate::hooks::HookOutput, crate::hooks::HookError>,
+        out: &Result<crate::hooks::HookOutput, ModuleError>,
     ) {
         let c = &hook.config;
         let named: Vec<(bool, &str)> = ctx

@@ -45,6 +45,8 @@ pub struct HookEvent {
     pub module: Option<String>,
     pub hook: String,
     pub binding: String,
+    /// The binding's `queue`.
+    pub queue: String,
     pub allow_failure: bool,
     pub context: BindingContext,
     key: BindingKey,
@@ -75,6 +77,10 @@ pub struct KubeWatches {
     watches: BTreeMap<WatchKey, Running>,
     tx: mpsc::UnboundedSender<HookEvent>,
     rx: mpsc::UnboundedReceiver<HookEvent>,
+    /// (apiVersion or "", kind as written, lowercased) → the served
+    /// (apiVersion, plural): `ConfigMap`, `configmap`, `configmaps` and
+    /// `cm` are one watch.
+    kinds: HashMap<(String, String), (String, String)>,
 }
 
 impl Default for KubeWatches {
@@ -86,6 +92,7 @@ impl Default for KubeWatches {
             watches: BTreeMap::new(),
             tx,
             rx,
+            kinds: HashMap::new(),
         }
     }
 }
@@ -104,6 +111,26 @@ impl KubeWatches {
     /// Watches in force (bindings asking the same share one).
     pub fn watches(&self) -> usize {
         self.watches.len()
+    }
+
+    /// Looks up, through discovery, the kinds of `bindings` not resolved
+    /// yet, so that every spelling of one kind shares a watch. A kind not
+    /// served (yet) keeps its spelling; its watch asks again.
+    pub async fn resolve_kinds(&mut self, bindings: &[KubeBindingRef], cluster: &Cluster) {
+        for b in bindings {
+            let b = &b.binding;
+            let key = kind_key(b);
+            if self.kinds.contains_key(&key) {
+                continue;
+            }
+            let found = match &b.api_version {
+                Some(v) => resolve(cluster, v, &b.kind).await,
+                None => resolve_any_group(cluster, &b.kind).await,
+            };
+            if let Ok(Some((r, _))) = found {
+                self.kinds.insert(key, (r.api_version, r.plural));
+            }
+        }
     }
 
     /// Stops every watch and forgets every snapshot.
@@ -166,7 +193,7 @@ impl KubeWatches {
                 synced: Arc::new(synced),
             };
             self.bindings
-                .insert(key, (watch_key(&sub.binding.binding), sub));
+                .insert(key, (watch_key(&sub.binding.binding, &self.kinds), sub));
         }
         // Each watch's bindings.
         let mut subs: BTreeMap<WatchKey, Vec<Sub>> = BTreeMap::new();
@@ -258,9 +285,29 @@ impl KubeWatches {
     }
 }
 
-/// What a binding asks the server: apiVersion, kind, namespaces, label
-/// and field selectors (the rest is matched client-side per binding).
-fn watch_key(b: &KubernetesBinding) -> WatchKey {
+fn kind_key(b: &KubernetesBinding) -> (String, String) {
+    (
+        b.api_version.clone().unwrap_or_default(),
+        b.kind.to_ascii_lowercase(),
+    )
+}
+
+/// What a binding asks the server: apiVersion, kind (resolved through
+/// `kinds` when known), namespaces, label and field selectors (the rest
+/// is matched client-side per binding).
+fn watch_key(
+    b: &KubernetesBinding,
+    kinds: &HashMap<(String, String), (String, String)>,
+) -> WatchKey {
+    let (api_version, kind) = match kinds.get(&kind_key(b)) {
+        Some((v, plural)) => (v.clone(), plural.clone()),
+        // No apiVersion looks in the core group first: the same watch as
+        // `v1` for core kinds.
+        None => (
+            b.api_version.clone().unwrap_or_else(|| "v1".into()),
+            b.kind.to_ascii_lowercase(),
+        ),
+    };
     let mut names = b
         .namespace
         .as_ref()
@@ -270,10 +317,8 @@ fn watch_key(b: &KubernetesBinding) -> WatchKey {
     names.sort();
     names.dedup();
     serde_json::json!([
-        // No apiVersion looks in the core group first: the same watch as
-        // `v1` for core kinds.
-        b.api_version.as_deref().unwrap_or("v1"),
-        b.kind.to_ascii_lowercase(),
+        api_version,
+        kind,
         names,
         b.label_selector.as_ref().and_then(label_selector_string),
         field_selector_string(b),
@@ -632,6 +677,7 @@ impl SubState {
             module: self.sub.binding.module.clone(),
             hook: self.sub.binding.hook.clone(),
             binding: b.name.clone(),
+            queue: b.queue.clone(),
             allow_failure: b.allow_failure,
             context,
             key: self.sub.key.clone(),

@@ -21,6 +21,10 @@
 //!   hooks and of the enabled modules' hooks fire on their crontabs; a
 //!   module hook that changes its module's values runs the module again, a
 //!   global hook that changes global values converges again.
+//! - **Queues** ([`queue`]): schedule and kubernetes hook runs go through
+//!   the queue their binding names: `main`, drained here between module
+//!   runs, or a named queue running beside it; batched per hook, retried
+//!   with backoff at the head of their queue, rate-limited per hook.
 //! - **Kubernetes bindings** ([`kube_events`]): one watch per kubernetes
 //!   binding of the global hooks and of the enabled modules' hooks keeps
 //!   its snapshot for every hook run; after the initial list, events run
@@ -49,6 +53,7 @@ mod kube_events;
 pub mod metrics;
 mod module_run;
 mod patch;
+mod queue;
 pub mod render;
 mod schedule;
 pub mod state;
@@ -368,6 +373,8 @@ struct Operator {
     graph: DependencyGraph,
     /// Why the next converge runs (its `activation` label).
     activation: &'static str,
+    /// Hook run queues.
+    queues: queue::Queues,
 }
 
 /// Runs the operator until `signals.shutdown` (or, with `once`, one
@@ -420,6 +427,8 @@ pub async fn run(
             }
         }
     });
+    let kube = kube_events::KubeWatches::default();
+    let queues = queue::Queues::new(ctx.clone(), kube.live(), signals.shutdown.clone());
     let mut op = Operator {
         ctx,
         signals,
@@ -431,7 +440,8 @@ pub async fn run(
         fingerprint,
         failures: Vec::new(),
         schedules: schedule::Schedules::default(),
-        kube: kube_events::KubeWatches::default(),
+        kube,
+        queues,
         graph: DependencyGraph::default(),
         activation: metrics::OPERATOR_STARTUP,
     };
@@ -464,6 +474,7 @@ impl Operator {
                 self.take_config().await;
             }
             let now = Instant::now();
+            let mut main_wait = None;
             if self.ctx.settings.once
                 && self.config_data.is_none()
                 && let Some(e) = self.ctx.status().config_error.clone()
@@ -487,14 +498,16 @@ impl Operator {
                     continue;
                 }
                 let fired = self.schedules.take_due(chrono::Utc::now());
-                if !fired.is_empty() {
-                    self.run_schedules(fired).await;
-                    continue;
-                }
+                self.enqueue_schedules(fired);
                 let events = self.kube.take_ready();
-                if !events.is_empty() {
-                    self.run_kube_events(events).await;
-                    continue;
+                self.enqueue_kube_events(events);
+                match self.queues.take_main(now) {
+                    queue::Take::Run(task) => {
+                        self.run_main(task).await;
+                        continue;
+                    }
+                    queue::Take::WaitUntil(t) => main_wait = Some(t),
+                    queue::Take::Idle => {}
                 }
                 if self.ctx.settings.once && self.work.is_empty() {
                     return match self.failures.is_empty() {
@@ -508,7 +521,7 @@ impl Operator {
                 .schedules
                 .next_due()
                 .map(|t| schedule::instant_at(t, chrono::Utc::now(), now));
-            let wake = [self.work.next_due(), next_rescan, next_schedule]
+            let wake = [self.work.next_due(), next_rescan, next_schedule, main_wait]
                 .into_iter()
                 .flatten()
                 .min()
@@ -521,8 +534,9 @@ impl Operator {
                     Err(_) => shutdown.cancelled().await,
                 },
                 ev = self.kube.recv(), if self.config_data.is_some() => {
-                    self.run_kube_events(vec![ev]).await;
+                    self.enqueue_kube_events(vec![ev]);
                 }
+                req = self.queues.recv() => self.request(req),
                 _ = reload.notified() => {
                     tracing::info!("reload requested: looking at the module directories");
                     self.rescan(true).await;
@@ -625,6 +639,12 @@ impl Operator {
                 // The hooks are loaded afresh: the converge sets them again.
                 self.schedules.clear();
                 self.kube.clear();
+                self.queues.clear();
+                self.queues.update_hooks(|h| {
+                    h.global_started = false;
+                    h.started.clear();
+                    h.settings.clear();
+                });
                 self.set_live_snapshots();
                 self.activation = "ReloadAllModules";
                 self.work.converge_at = Some(Instant::now());
@@ -666,6 +686,7 @@ impl Operator {
             return self.converge_failed(format!("global hooks: {e}"));
         }
         self.global_started = true;
+        self.sync_state().await;
         for (name, why) in &view.script_errors {
             tracing::error!(module = %name, "{why}");
             self.ctx.module_status(name, |m| {
@@ -808,10 +829,15 @@ impl Operator {
         let enabled: Vec<String> = self.enabled.iter().cloned().collect();
         let bindings = self
             .ctx
-            .with_session(move |s| s.schedule_bindings(&enabled, &mut hook_log))
+            .with_session(move |s| {
+                let b = s.schedule_bindings(&enabled, &mut hook_log)?;
+                let settings = hook_settings(s, b.iter().map(|b| (&b.module, &b.hook)));
+                Ok::<_, ModuleError>((b, settings))
+            })
             .await;
         match bindings {
-            Ok(b) => {
+            Ok((b, settings)) => {
+                self.queues.update_hooks(|h| h.settings.extend(settings));
                 let before = self.schedules.len();
                 self.schedules.set(b, chrono::Utc::now());
                 if self.schedules.len() != before {
@@ -834,6 +860,9 @@ impl Operator {
         let live = self.kube.live();
         let mut s = self.ctx.session.lock().unwrap_or_else(|p| p.into_inner());
         s.snapshots = crate::module::SnapshotInput::Live(live);
+        // Bindings that do not wait: their Synchronization runs in their
+        // queue ([`Operator::sync_state`]).
+        s.defer_unwaited_syncs = true;
     }
 
     /// Puts in force the kubernetes bindings of the global hooks and the
@@ -846,12 +875,20 @@ impl Operator {
         let enabled: Vec<String> = self.enabled.iter().cloned().collect();
         let bindings = self
             .ctx
-            .with_session(move |s| s.kubernetes_bindings(&enabled, &mut hook_log))
+            .with_session(move |s| {
+                let b = s.kubernetes_bindings(&enabled, &mut hook_log)?;
+                let settings = hook_settings(s, b.iter().map(|b| (&b.module, &b.hook)));
+                Ok::<_, ModuleError>((b, settings))
+            })
             .await;
         let bindings = match bindings {
-            Ok(b) => b,
+            Ok((b, settings)) => {
+                self.queues.update_hooks(|h| h.settings.extend(settings));
+                b
+            }
             Err(e) => return tracing::error!("kubernetes bindings: {e}"),
         };
+        self.kube.resolve_kinds(&bindings, &self.ctx.cluster).await;
         let before = self.kube.len();
         let started = self.kube.set(
             bindings,
@@ -883,134 +920,129 @@ impl Operator {
         }
     }
 
-    /// Runs hooks for kubernetes events: consecutive events of one hook
-    /// in one run, then what their values changes ask for.
-    async fn run_kube_events(&mut self, events: Vec<kube_events::HookEvent>) {
-        let mut batches: Vec<Vec<kube_events::HookEvent>> = Vec::new();
+    /// Queues the hook runs of kubernetes events (of enabled modules' and
+    /// global hooks) in their bindings' queues.
+    fn enqueue_kube_events(&mut self, events: Vec<kube_events::HookEvent>) {
+        let mut tasks = Vec::new();
         for ev in events {
-            match batches.last_mut() {
-                Some(b) if b[0].module == ev.module && b[0].hook == ev.hook => b.push(ev),
-                _ => batches.push(vec![ev]),
-            }
-        }
-        for batch in batches {
-            if self.signals.shutdown.is_cancelled() {
-                return;
-            }
-            let (module, hook) = (batch[0].module.clone(), batch[0].hook.clone());
-            if module.as_ref().is_some_and(|m| !self.enabled.contains(m)) {
+            if ev
+                .module
+                .as_ref()
+                .is_some_and(|m| !self.enabled.contains(m))
+            {
                 continue;
             }
-            let allow_failure = batch.iter().all(|e| e.allow_failure);
-            let mut names: Vec<String> = batch.iter().map(|e| e.binding.clone()).collect();
-            names.dedup();
-            let ctx = crate::hooks::context::combine_contexts(
-                batch.into_iter().map(|e| vec![e.context]).collect(),
-            );
-            let (m, h) = (module.clone(), hook.clone());
-            let ran = self
-                .ctx
-                .with_session(move |s| match &m {
-                    Some(m) => s.run_module_hook_by_name(
-                        m,
-                        &h,
-                        BindingType::Kubernetes,
-                        &ctx,
-                        &mut hook_log,
-                    ),
-                    None => {
-                        s.run_global_hook_by_name(&h, BindingType::Kubernetes, &ctx, &mut hook_log)
-                    }
-                })
-                .await
-                .map_err(|e| e.to_string());
-            let ops = self.ctx.execute_hook_operations().await;
-            let who = match &module {
-                Some(m) => format!("module '{m}': hook '{hook}'"),
-                None => format!("hook '{hook}'"),
+            let task = queue::Task {
+                module: ev.module,
+                hook: ev.hook,
+                binding_type: BindingType::Kubernetes,
+                bindings: vec![ev.binding],
+                contexts: vec![ev.context],
+                allow_failure: ev.allow_failure,
             };
-            let binding = names.join(",");
-            match ran.and_then(|changed| ops.map(|()| changed)) {
-                Ok(changed) => {
-                    tracing::info!(binding = %binding, "{who}: kubernetes event run done");
-                    if !changed {
-                        continue;
-                    }
-                    let now = Instant::now();
-                    match &module {
-                        Some(m) => {
-                            tracing::info!(module = %m, "kubernetes hook changed the values: running it again");
-                            self.work.modules.insert(m.clone(), now);
-                        }
-                        None => {
-                            tracing::info!(
-                                "kubernetes hook changed global values: converging again"
-                            );
-                            self.activation = "GlobalValuesChanged";
-                            self.work.converge_at = Some(now);
-                        }
-                    }
+            tasks.push((ev.queue, task));
+        }
+        self.queues.push_all(tasks);
+    }
+
+    /// Queues the hook runs of the schedule bindings that fired.
+    fn enqueue_schedules(&mut self, fired: Vec<schedule::Firing>) {
+        let mut tasks = Vec::new();
+        for f in fired {
+            if f.module.as_ref().is_some_and(|m| !self.enabled.contains(m)) {
+                continue;
+            }
+            for b in &f.bindings {
+                let task = queue::Task::schedule(f.module.clone(), f.hook.clone(), b);
+                tasks.push((f.queue.clone(), task));
+            }
+        }
+        self.queues.push_all(tasks);
+    }
+
+    /// One run of the main queue (see [`queue::run_task`]).
+    async fn run_main(&mut self, mut task: queue::Task) {
+        let r = self.queues.run(&mut task).await;
+        queue::log_outcome(queue::MAIN, &task, &r);
+        if let Ok(true) = r {
+            self.request(match &task.module {
+                Some(m) => queue::Request::ModuleRun(m.clone()),
+                None => queue::Request::Converge,
+            });
+        }
+        let (who, allowed) = (task.who(), task.allow_failure);
+        if let Some(d) = self.queues.done_main(task, r.is_err())
+            && !allowed
+        {
+            tracing::warn!(
+                queue = queue::MAIN,
+                "{who}: retrying in {:.1}s",
+                d.as_secs_f64()
+            );
+        }
+    }
+
+    /// What a hook run's values change asks for: its module run again, or
+    /// (a global hook's) a converge; in the main queue.
+    fn request(&mut self, req: queue::Request) {
+        let now = Instant::now();
+        match req {
+            queue::Request::ModuleRun(m) => {
+                if self.enabled.contains(&m) {
+                    tracing::info!(module = %m, "a hook changed the module's values: running it again");
+                    self.work.modules.insert(m, now);
                 }
-                Err(e) if allow_failure => {
-                    tracing::warn!(binding = %binding, "{who}: kubernetes event run failed (allowFailure): {e}")
-                }
-                Err(e) => {
-                    tracing::error!(binding = %binding, "{who}: kubernetes event run failed: {e}")
-                }
+            }
+            queue::Request::Converge => {
+                tracing::info!("a global hook changed global values: converging again");
+                self.activation = "GlobalValuesChanged";
+                self.work.converge_at = Some(now);
             }
         }
     }
 
-    /// Runs the hooks whose schedule bindings fired, one after another,
-    /// then what their values changes ask for: a module run, a converge.
-    async fn run_schedules(&mut self, fired: Vec<schedule::Firing>) {
-        for f in fired {
-            if self.signals.shutdown.is_cancelled() {
-                return;
-            }
-            if f.module.as_ref().is_some_and(|m| !self.enabled.contains(m)) {
+    /// Tells the queues which hooks have had their Synchronization (and
+    /// which modules are enabled), and queues the Synchronization of the
+    /// bindings that do not wait for it (`waitForSynchronization: false`).
+    async fn sync_state(&mut self) {
+        let enabled: Vec<String> = self.enabled.iter().cloned().collect();
+        let (started, deferred) = self
+            .ctx
+            .with_session(move |s| {
+                let started: BTreeSet<String> = enabled
+                    .into_iter()
+                    .filter(|m| s.module_started(m))
+                    .collect();
+                (started, s.take_deferred_syncs())
+            })
+            .await;
+        let (global, enabled) = (self.global_started, self.enabled.clone());
+        self.queues.update_hooks(|h| {
+            h.global_started = global;
+            h.started = started;
+            h.enabled = enabled;
+        });
+        for d in deferred {
+            if d.module.as_ref().is_some_and(|m| !self.enabled.contains(m)) {
                 continue;
             }
-            let (module, hook, indexes) = (f.module.clone(), f.hook.clone(), f.indexes.clone());
-            let ran = self
-                .ctx
-                .with_session(move |s| {
-                    s.run_schedule(module.as_deref(), &hook, &indexes, &mut hook_log)
-                })
-                .await
-                .map_err(|e| e.to_string());
-            let ops = self.ctx.execute_hook_operations().await;
-            let who = match &f.module {
-                Some(m) => format!("module '{m}': hook '{}'", f.hook),
-                None => format!("hook '{}'", f.hook),
+            let b = &d.binding;
+            let context = crate::hooks::BindingContext::kubernetes(
+                b,
+                crate::hooks::context::KubeEvent::Synchronization {
+                    objects: Vec::new(),
+                },
+                &crate::hooks::Snapshots::new(),
+            );
+            let task = queue::Task {
+                module: d.module.clone(),
+                hook: d.hook.clone(),
+                binding_type: BindingType::Kubernetes,
+                bindings: vec![b.name.clone()],
+                contexts: vec![context],
+                allow_failure: b.allow_failure,
             };
-            let binding = f.names.join(",");
-            match ran.and_then(|changed| ops.map(|()| changed)) {
-                Ok(changed) => {
-                    tracing::info!(binding = %binding, "{who}: schedule run done");
-                    if !changed {
-                        continue;
-                    }
-                    let now = Instant::now();
-                    match &f.module {
-                        Some(m) => {
-                            tracing::info!(module = %m, "schedule hook changed the values: running it again");
-                            self.work.modules.insert(m.clone(), now);
-                        }
-                        None => {
-                            tracing::info!("schedule hook changed global values: converging again");
-                            self.activation = "GlobalValuesChanged";
-                            self.work.converge_at = Some(now);
-                        }
-                    }
-                }
-                Err(e) if f.allow_failure => {
-                    tracing::warn!(binding = %binding, "{who}: schedule run failed (allowFailure): {e}")
-                }
-                Err(e) => {
-                    tracing::error!(binding = %binding, "{who}: schedule run failed: {e}; it runs again at its next time")
-                }
-            }
+            self.queues.push(&b.queue, task);
         }
     }
 
@@ -1128,6 +1160,7 @@ impl Operator {
                 }
             }
         }
+        self.sync_state().await;
     }
 
     fn record(&mut self, name: &str, r: Result<module_run::Ran, String>, took: Duration) {
@@ -1243,6 +1276,19 @@ impl Operator {
             }
         }
     }
+}
+
+/// The `settings` of the hooks named, by hook.
+fn hook_settings<'a>(
+    s: &Session,
+    hooks: impl Iterator<Item = (&'a Option<String>, &'a String)>,
+) -> Vec<(crate::module::HookKey, crate::hooks::config::Settings)> {
+    hooks
+        .filter_map(|(m, h)| {
+            let settings = s.hook_settings(m.as_deref(), h)?;
+            Some(((m.clone(), h.clone()), settings))
+        })
+        .collect()
 }
 
 /// What a converge needs of the enabled state.

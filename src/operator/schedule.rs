@@ -6,14 +6,16 @@
 //! As robfig/cron (shell-operator's scheduler) does, a binding's next time
 //! is computed from the time it fired, so fires missed while the operator
 //! was busy are skipped, not caught up. Bindings of one hook due at once
-//! run as one hook run with one context each (addon-operator's queue
-//! compacts a hook's consecutive tasks the same way). No I/O here: the
+//! (in one queue) are handed over together, to run as one hook run with
+//! one context each (the queue compacts a hook's consecutive tasks the
+//! same way, [`super::queue`]). No I/O here: the
 //! times are given, so this is tested without a clock.
 
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
+use crate::hooks::config::ScheduleBinding;
 use crate::module::ScheduleBindingRef;
 
 /// One binding and when it fires next (`None`: never again).
@@ -32,12 +34,17 @@ impl Entry {
     }
 }
 
-/// One hook run due: the hook and the schedule bindings of it that fired.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One hook run due: the hook and the schedule bindings of it that fired
+/// (of one queue).
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Firing {
     /// `None`: a global hook.
     pub module: Option<String>,
     pub hook: String,
+    /// The bindings' `queue`.
+    pub queue: String,
+    /// The bindings that fired, in `indexes` order.
+    pub bindings: Vec<ScheduleBinding>,
     /// Indexes in the hook's `schedule` list, in order.
     pub indexes: Vec<usize>,
     /// Binding names, for logs.
@@ -98,16 +105,19 @@ impl Schedules {
             let b = &e.binding;
             match out
                 .iter_mut()
-                .find(|f| f.module == b.module && f.hook == b.hook)
+                .find(|f| f.module == b.module && f.hook == b.hook && f.queue == b.binding.queue)
             {
                 Some(f) => {
                     f.indexes.push(b.index);
                     f.names.push(b.binding.name.clone());
+                    f.bindings.push(b.binding.clone());
                     f.allow_failure &= b.binding.allow_failure;
                 }
                 None => out.push(Firing {
                     module: b.module.clone(),
                     hook: b.hook.clone(),
+                    queue: b.binding.queue.clone(),
+                    bindings: vec![b.binding.clone()],
                     indexes: vec![b.index],
                     names: vec![b.binding.name.clone()],
                     allow_failure: b.binding.allow_failure,
@@ -115,14 +125,18 @@ impl Schedules {
             }
         }
         for f in &mut out {
-            let mut pairs: Vec<(usize, String)> = f
-                .indexes
-                .iter()
-                .copied()
+            let mut all: Vec<(usize, String, ScheduleBinding)> = std::mem::take(&mut f.indexes)
+                .into_iter()
                 .zip(std::mem::take(&mut f.names))
+                .zip(std::mem::take(&mut f.bindings))
+                .map(|((i, n), b)| (i, n, b))
                 .collect();
-            pairs.sort();
-            (f.indexes, f.names) = pairs.into_iter().unzip();
+            all.sort_by_key(|(i, _, _)| *i);
+            for (i, n, b) in all {
+                f.indexes.push(i);
+                f.names.push(n);
+                f.bindings.push(b);
+            }
         }
         out
     }
@@ -205,24 +219,56 @@ mod tests {
     #[test]
     fn bindings_of_one_hook_due_together_are_one_run() {
         let mut s = Schedules::default();
+        let mut other_queue = binding(Some("m"), "h", 2, "*/2 * * * * *");
+        other_queue.binding.queue = "q".into();
         s.set(
             vec![
                 binding(Some("m"), "h", 1, "*/2 * * * * *"),
                 binding(Some("m"), "h", 0, "*/2 * * * * *"),
                 binding(Some("n"), "h", 0, "*/3 * * * * *"),
+                other_queue,
             ],
             at(10, 0, 1),
         );
-        let due = s.take_due(at(10, 0, 2));
+        let due: Vec<_> = s
+            .take_due(at(10, 0, 2))
+            .into_iter()
+            .map(|f| {
+                let names: Vec<String> = f.bindings.iter().map(|b| b.name.clone()).collect();
+                (
+                    f.module,
+                    f.hook,
+                    f.queue,
+                    f.indexes,
+                    f.names,
+                    names,
+                    f.allow_failure,
+                )
+            })
+            .collect();
+        let s2 = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         assert_eq!(
             due,
-            vec![Firing {
-                module: Some("m".into()),
-                hook: "h".into(),
-                indexes: vec![0, 1],
-                names: vec!["b0".into(), "b1".into()],
-                allow_failure: false,
-            }]
+            vec![
+                (
+                    Some("m".into()),
+                    "h".to_string(),
+                    "main".to_string(),
+                    vec![0, 1],
+                    s2(&["b0", "b1"]),
+                    s2(&["b0", "b1"]),
+                    false
+                ),
+                (
+                    Some("m".into()),
+                    "h".to_string(),
+                    "q".to_string(),
+                    vec![2],
+                    s2(&["b2"]),
+                    s2(&["b2"]),
+                    false
+                ),
+            ]
         );
         assert_eq!(s.take_due(at(10, 0, 3))[0].module.as_deref(), Some("n"));
     }

@@ -1,8 +1,8 @@
 //! What the operator knows of each module and of itself, kept for logs,
 //! metrics, the debug API and the status page: a module's phase, its last
 //! error and how many times in a row it failed, its last deployed revision
-//! and how long its runs take. Written by the converge loop only; readers
-//! take a snapshot.
+//! and how long its runs take; the hook run queues. Written by the
+//! converge loop and the queues' workers; readers take a snapshot.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -82,4 +82,30 @@ pub struct Status {
     pub config_error: Option<String>,
     /// ConfigMap edits refused so far (`config_values_errors_total`).
     pub config_errors: u64,
+    /// The hook run queues, `main` first (addon-operator's `queue list`).
+    pub queues: Vec<QueueStatus>,
+}
+
+/// One queue, as addon-operator's `/queue/list` shows it.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueStatus {
+    pub name: String,
+    /// Tasks queued, the one running included.
+    pub tasks_count: usize,
+    /// What the queue does now (empty when idle): `run …`, `sleep after
+    /// fail for 5.3s (attempt 1)`, `waiting for Synchronization`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub status: String,
+    /// The head first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<QueueTask>,
+}
+
+/// One task of a queue.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct QueueTask {
+    /// From 1, the head first.
+    pub index: usize,
+    pub description: String,
 }

@@ -19,6 +19,7 @@ mod cluster_module_deps;
 mod cluster_operator;
 mod cluster_operator_api;
 mod cluster_ownership;
+mod cluster_queues;
 mod compat;
 mod corpus;
 mod diff;
