@@ -74,6 +74,7 @@ impl ClusterArgs {
                 burst: self.burst,
             }),
             request_timeout: Some(self.request_timeout),
+            user_agent: None,
         }
     }
 }

@@ -93,6 +93,18 @@ pub struct RunArgs {
     /// failed).
     #[arg(long)]
     once: bool,
+    /// Run as one of several replicas: only the holder of the Lease runs
+    /// hooks and writes (addon-operator's $ADDON_OPERATOR_HA=true). The
+    /// identity is $POD_NAME (else $ADDON_OPERATOR_POD, else the host name).
+    #[arg(long = "leader-elect", env = "ADDON_OPERATOR_HA", conflicts_with = "once")]
+    leader_elect: bool,
+    /// The Lease of leader election, in the operator's namespace.
+    #[arg(
+        long = "leader-election-lease",
+        env = "ANTIOPA_LEADER_ELECTION_LEASE",
+        default_value = operator::leader::DEFAULT_LEASE_NAME
+    )]
+    lease: String,
     #[command(flatten)]
     limits: HookLimits,
 }
@@ -125,6 +137,15 @@ fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
+/// The kernel's host name (a pod's name, in a pod).
+fn host_name() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .or_else(|| env("HOSTNAME"))
+}
+
 fn settings(a: &RunArgs) -> Result<Settings, String> {
     let mut modules = ModulesSettings::from_env().map_err(|e| e.to_string())?;
     if let Some(d) = &a.modules_dir {
@@ -146,6 +167,18 @@ fn settings(a: &RunArgs) -> Result<Settings, String> {
     s.once = a.once;
     s.parallel = a.parallel;
     s.rescan_interval = (!a.rescan_interval.is_zero()).then_some(a.rescan_interval);
+    if a.leader_elect {
+        let identity = env("POD_NAME")
+            .or_else(|| env("ADDON_OPERATOR_POD"))
+            .or_else(host_name)
+            .ok_or("--leader-elect: no identity: set POD_NAME")?;
+        let mut l = operator::leader::LeaderSettings::new(&identity);
+        l.lease = a.lease.clone();
+        s.leader = Some(l);
+        // The Lease is the release lock: only its holder writes, so a
+        // release another replica left pending is taken over at once.
+        s.lock_timeout = Duration::ZERO;
+    }
     Ok(s)
 }
 
@@ -188,6 +221,11 @@ pub fn run_operator(a: RunArgs) -> i32 {
             burst: a.burst,
         }),
         request_timeout: Some(Duration::from_secs(60)),
+        // `antiopa/0.1.0 (POD)`: which replica made a request.
+        user_agent: Some(match &settings.leader {
+            Some(l) => format!("antiopa/{} ({})", env!("CARGO_PKG_VERSION"), l.identity),
+            None => format!("antiopa/{}", env!("CARGO_PKG_VERSION")),
+        }),
     };
     // Served from issue 30 on (metrics, health, debug API).
     let _listen = (

@@ -33,6 +33,11 @@
 //! - **Shutdown**: when the shutdown token fires, no new work starts; the
 //!   module runs under way finish (within a grace period), so no release
 //!   is left pending by this process.
+//! - **Leader election** ([`leader`], with [`Settings::leader`]): a standby
+//!   keeps its config and module directories current but runs no hook and
+//!   writes nothing; on taking the Lease it converges at once; on losing
+//!   it, the work under way is dropped at its next await and the operator
+//!   starts over as at start-up (addon-operator restarts its process).
 //!
 //! The operator holds one context ([`Ctx`]) with its dependencies; the
 //! synchronous session (hooks, values, renders) runs on blocking threads,
@@ -41,6 +46,7 @@
 pub mod backoff;
 pub mod configmap;
 mod kube_events;
+pub mod leader;
 mod module_run;
 mod patch;
 pub mod render;
@@ -100,6 +106,8 @@ pub struct Settings {
     pub lock_timeout: Duration,
     /// How long module runs under way may take to finish after shutdown.
     pub shutdown_grace: Duration,
+    /// Run only while holding this Lease (`--leader-elect`).
+    pub leader: Option<leader::LeaderSettings>,
 }
 
 impl Settings {
@@ -118,6 +126,7 @@ impl Settings {
             chart_hook_timeout: Duration::from_secs(20 * 60),
             lock_timeout: Duration::from_secs(600),
             shutdown_grace: Duration::from_secs(30),
+            leader: None,
         }
     }
 }
@@ -249,6 +258,8 @@ struct Operator {
     schedules: schedule::Schedules,
     /// Kubernetes bindings' watches in force.
     kube: kube_events::KubeWatches,
+    /// With leader election: `true` while this replica leads.
+    leading: Option<watch::Receiver<bool>>,
 }
 
 /// Runs the operator until `signals.shutdown` (or, with `once`, one
@@ -273,6 +284,10 @@ pub async fn run(
         namespace = %settings.namespace,
         "modules discovered"
     );
+    let leadership = settings
+        .leader
+        .clone()
+        .map(|l| leader::Leadership::start(cluster.client().clone(), &settings.namespace, l));
     let config_rx = configmap::watch_config(
         &cluster,
         &settings.namespace,
@@ -297,9 +312,15 @@ pub async fn run(
         failures: Vec::new(),
         schedules: schedule::Schedules::default(),
         kube: kube_events::KubeWatches::default(),
+        leading: leadership.as_ref().map(|l| l.receiver()),
     };
     op.set_live_snapshots();
-    op.run().await
+    let r = op.run().await;
+    // Only once nothing writes any more: the next leader may start.
+    if let Some(l) = leadership {
+        l.release().await;
+    }
+    r
 }
 
 impl Operator {
@@ -323,9 +344,13 @@ impl Operator {
             {
                 return Err(OperatorError::Failed(e));
             }
-            if self.config_data.is_some() {
+            let leading = self.is_leading();
+            if self.config_data.is_some() && leading {
                 if self.work.converge_at.is_some_and(|t| t <= now) {
-                    self.converge().await;
+                    let rx = self.leading.clone();
+                    if while_leading(rx, self.converge()).await.is_none() {
+                        self.step_down();
+                    }
                     continue;
                 }
                 let due: Vec<String> = self
@@ -336,17 +361,26 @@ impl Operator {
                     .map(|(m, _)| m.clone())
                     .collect();
                 if !due.is_empty() {
-                    self.run_modules(due).await;
+                    let rx = self.leading.clone();
+                    if while_leading(rx, self.run_modules(due)).await.is_none() {
+                        self.step_down();
+                    }
                     continue;
                 }
                 let fired = self.schedules.take_due(chrono::Utc::now());
                 if !fired.is_empty() {
-                    self.run_schedules(fired).await;
+                    let rx = self.leading.clone();
+                    if while_leading(rx, self.run_schedules(fired)).await.is_none() {
+                        self.step_down();
+                    }
                     continue;
                 }
                 let events = self.kube.take_ready();
                 if !events.is_empty() {
-                    self.run_kube_events(events).await;
+                    let rx = self.leading.clone();
+                    if while_leading(rx, self.run_kube_events(events)).await.is_none() {
+                        self.step_down();
+                    }
                     continue;
                 }
                 if self.ctx.settings.once && self.work.is_empty() {
@@ -360,7 +394,9 @@ impl Operator {
                 .schedules
                 .next_due()
                 .map(|t| schedule::instant_at(t, chrono::Utc::now(), now));
-            let wake = [self.work.next_due(), next_rescan, next_schedule]
+            // A standby has work noted (the first converge) but does none.
+            let next_work = self.work.next_due().filter(|_| leading);
+            let wake = [next_work, next_rescan, next_schedule]
                 .into_iter()
                 .flatten()
                 .min()
@@ -372,8 +408,19 @@ impl Operator {
                     // The watch task ended: only at shutdown.
                     Err(_) => shutdown.cancelled().await,
                 },
-                ev = self.kube.recv(), if self.config_data.is_some() => {
-                    self.run_kube_events(vec![ev]).await;
+                ev = self.kube.recv(), if self.config_data.is_some() && leading => {
+                    let rx = self.leading.clone();
+                    if while_leading(rx, self.run_kube_events(vec![ev])).await.is_none() {
+                        self.step_down();
+                    }
+                }
+                now_leading = leadership_changed(&mut self.leading) => {
+                    if now_leading {
+                        tracing::info!("this replica leads now: converging");
+                        self.work.converge_at = Some(Instant::now());
+                    } else {
+                        self.step_down();
+                    }
                 }
                 _ = reload.notified() => {
                     tracing::info!("reload requested: looking at the module directories");
@@ -386,6 +433,30 @@ impl Operator {
                     }
                 }
             }
+        }
+    }
+
+    /// Without leader election, always; with it, while holding the Lease.
+    fn is_leading(&self) -> bool {
+        self.leading.as_ref().is_none_or(|rx| *rx.borrow())
+    }
+
+    /// The Lease is lost: the work under way has been dropped; forget
+    /// what this term started (hooks, watches, schedules) so the next term
+    /// starts as the process did, with global `onStartup` hooks.
+    fn step_down(&mut self) {
+        tracing::warn!("not the leader any more: standing by, writing nothing");
+        self.work = Work::default();
+        self.global_started = false;
+        self.enabled.clear();
+        self.schedules.clear();
+        self.kube.clear();
+        self.set_live_snapshots();
+        // This change is handled; a term that began meanwhile converges.
+        if let Some(rx) = &mut self.leading
+            && *rx.borrow_and_update()
+        {
+            self.work.converge_at = Some(Instant::now());
         }
     }
 
@@ -998,6 +1069,33 @@ impl Operator {
                 tracing::error!(configmap = %s.config_map, "storing remembered config: {}", crate::cluster::error_text(&e))
             }
         }
+    }
+}
+
+/// Runs `work` to its end, or drops it at its next await when leadership
+/// is lost (`None`). Without leader election (`rx` is `None`) it just runs.
+async fn while_leading<T>(
+    rx: Option<watch::Receiver<bool>>,
+    work: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    let Some(mut rx) = rx else {
+        return Some(work.await);
+    };
+    tokio::select! {
+        biased;
+        _ = rx.wait_for(|leading| !*leading) => None,
+        v = work => Some(v),
+    }
+}
+
+/// The next leadership change; never without leader election.
+async fn leadership_changed(rx: &mut Option<watch::Receiver<bool>>) -> bool {
+    match rx {
+        Some(rx) => match rx.changed().await {
+            Ok(()) => *rx.borrow_and_update(),
+            Err(_) => std::future::pending().await,
+        },
+        None => std::future::pending().await,
     }
 }
 
