@@ -15,6 +15,7 @@ mod apply_live;
 mod diff;
 mod jq_worker;
 mod limits;
+mod manifests;
 mod module;
 mod run;
 
@@ -65,6 +66,10 @@ enum Command {
     /// Run the operator: converge the modules tree into the cluster and
     /// keep it converged (addon-operator's environment and ConfigMap).
     Run(run::RunArgs),
+    /// Print the YAML that installs the operator (kubectl apply --server-side -f -).
+    Manifests(manifests::ManifestsArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completion(manifests::CompletionArgs),
 }
 
 /// [`Cli`] with `template` as its only subcommand, for command lines that
@@ -336,6 +341,10 @@ fn run_cli() -> i32 {
         Command::Uninstall(a) => exit_code(apply::run_uninstall(a)),
         Command::History(a) => exit_code(apply::run_history(a)),
         Command::Run(a) => run::run_operator(a),
+        Command::Manifests(a) => manifests::run_manifests(a),
+        Command::Completion(a) => {
+            manifests::run_completion(a, <Cli as clap::CommandFactory>::command())
+        }
     }
 }
 

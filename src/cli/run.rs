@@ -96,7 +96,11 @@ pub struct RunArgs {
     /// Run as one of several replicas: only the holder of the Lease runs
     /// hooks and writes (addon-operator's $ADDON_OPERATOR_HA=true). The
     /// identity is $POD_NAME (else $ADDON_OPERATOR_POD, else the host name).
-    #[arg(long = "leader-elect", env = "ADDON_OPERATOR_HA", conflicts_with = "once")]
+    #[arg(
+        long = "leader-elect",
+        env = "ADDON_OPERATOR_HA",
+        conflicts_with = "once"
+    )]
     leader_elect: bool,
     /// The Lease of leader election, in the operator's namespace.
     #[arg(

@@ -90,7 +90,13 @@ impl Leadership {
         ));
         let ns = namespace.to_string();
         let task = tokio::spawn(campaign(
-            client, ns, settings, tx, seen_rx, stop.clone(), watch_task,
+            client,
+            ns,
+            settings,
+            tx,
+            seen_rx,
+            stop.clone(),
+            watch_task,
         ));
         Leadership { rx, stop, task }
     }
@@ -117,9 +123,9 @@ async fn watch_lease(
     stop: CancellationToken,
 ) {
     let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
-    let mut events = std::pin::pin!(kube::runtime::WatchStreamExt::default_backoff(
-        watcher(api, cfg)
-    ));
+    let mut events = std::pin::pin!(kube::runtime::WatchStreamExt::default_backoff(watcher(
+        api, cfg
+    )));
     loop {
         let ev = tokio::select! {
             _ = stop.cancelled() => return,
@@ -213,7 +219,8 @@ async fn campaign(
         // Deadline of the current term (only while leading).
         let mut deadline: Option<Instant> = None;
         let again = loop {
-            let sleep_until = deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+            let sleep_until =
+                deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
             tokio::select! {
                 _ = stop.cancelled() => break Duration::ZERO,
                 r = mgr.changed() => match r {
@@ -266,8 +273,12 @@ async fn campaign(
             publish(&tx, false, "stepping down: shutting down");
             match tokio::time::timeout(Duration::from_secs(5), mgr.release()).await {
                 Ok(Ok(())) => tracing::info!(lease = %s.lease, "leader election: Lease released"),
-                Ok(Err(e)) => tracing::warn!(lease = %s.lease, "leader election: releasing the Lease: {e}"),
-                Err(_) => tracing::warn!(lease = %s.lease, "leader election: releasing the Lease timed out; it expires by itself"),
+                Ok(Err(e)) => {
+                    tracing::warn!(lease = %s.lease, "leader election: releasing the Lease: {e}")
+                }
+                Err(_) => {
+                    tracing::warn!(lease = %s.lease, "leader election: releasing the Lease timed out; it expires by itself")
+                }
             }
             break;
         }

@@ -45,6 +45,7 @@
 
 pub mod backoff;
 pub mod configmap;
+pub mod install;
 mod kube_events;
 pub mod leader;
 mod module_run;
@@ -378,7 +379,10 @@ impl Operator {
                 let events = self.kube.take_ready();
                 if !events.is_empty() {
                     let rx = self.leading.clone();
-                    if while_leading(rx, self.run_kube_events(events)).await.is_none() {
+                    if while_leading(rx, self.run_kube_events(events))
+                        .await
+                        .is_none()
+                    {
                         self.step_down();
                     }
                     continue;

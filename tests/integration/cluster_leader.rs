@@ -34,7 +34,11 @@ fn tree(dir: &Path) -> (PathBuf, PathBuf) {
             format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n"),
         )
         .unwrap();
-        std::fs::write(m.join("values.yaml"), format!("{name}:\n  greeting: hello\n")).unwrap();
+        std::fs::write(
+            m.join("values.yaml"),
+            format!("{name}:\n  greeting: hello\n"),
+        )
+        .unwrap();
         std::fs::write(
             m.join("templates/cm.yaml"),
             format!(
@@ -240,7 +244,10 @@ async fn one_leader_writes_and_hands_over_on_kill_and_sigterm_against_fake_apise
     assert!(st.success(), "{st:?}\n{}", c.log());
     assert!(c.log().contains("Lease released"), "{}", c.log());
     eprintln!("hand-over on SIGTERM: {:.2} s", handover.as_secs_f64());
-    assert!(handover < Duration::from_secs(3), "hand-over took {handover:?}");
+    assert!(
+        handover < Duration::from_secs(3),
+        "hand-over took {handover:?}"
+    );
 
     // The new leader follows the ConfigMap.
     kubectl(
@@ -278,13 +285,24 @@ async fn a_leader_whose_lease_is_taken_stops_writing_at_once_against_fake_apiser
     .await;
 
     // Someone else takes the Lease (as a replica whose clock ran ahead would).
-    let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
+    let now = chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string();
     let patch = format!(
         r#"{{"spec":{{"holderIdentity":"intruder","renewTime":"{now}","acquireTime":"{now}","leaseDurationSeconds":10}}}}"#
     );
     kubectl(
         kc,
-        &["-n", NS, "patch", "lease", LEASE, "--type=merge", "-p", &patch],
+        &[
+            "-n",
+            NS,
+            "patch",
+            "lease",
+            LEASE,
+            "--type=merge",
+            "-p",
+            &patch,
+        ],
     )
     .await;
     until(Duration::from_secs(5), "a steps down", || {
@@ -313,7 +331,11 @@ async fn a_leader_whose_lease_is_taken_stops_writing_at_once_against_fake_apiser
             .map(|(_, n)| n)
             .sum::<u64>()
     };
-    assert_eq!(non_lease(&after), non_lease(&before), "{before:?} → {after:?}");
+    assert_eq!(
+        non_lease(&after),
+        non_lease(&before),
+        "{before:?} → {after:?}"
+    );
     assert_eq!(greeting(&s.fake, "alpha").as_deref(), Some("hello"));
 
     // The intruder never renews: a takes the Lease back and converges.
