@@ -15,7 +15,9 @@ RUN mkdir -p src tests/bench tests/fake-apiserver/src \
  && cargo build --profile dist --locked --bin antiopa \
  && rm -rf src target/dist/antiopa* target/dist/deps/antiopa-* target/dist/.fingerprint/antiopa-*
 COPY src ./src
-COPY tests ./tests
+# Of tests/, only what the manifests name: the fake apiserver (a workspace member) and the benches.
+COPY tests/fake-apiserver ./tests/fake-apiserver
+COPY tests/bench ./tests/bench
 # The `dist` profile (fat LTO, one code unit): a position-independent executable, so the binary
 # is address-randomised; the static, position-dependent `cargo tuned-release` build is only for
 # the benchmark against helm.
