@@ -99,7 +99,11 @@ pub struct RunArgs {
     #[arg(
         long = "leader-elect",
         env = "ADDON_OPERATOR_HA",
-        conflicts_with = "once"
+        num_args = 0..=1,
+        require_equals = true,
+        default_value_t = false,
+        default_missing_value = "true",
+        value_parser = clap::builder::BoolishValueParser::new()
     )]
     leader_elect: bool,
     /// The Lease of leader election, in the operator's namespace.
@@ -171,6 +175,9 @@ fn settings(a: &RunArgs) -> Result<Settings, String> {
     s.once = a.once;
     s.parallel = a.parallel;
     s.rescan_interval = (!a.rescan_interval.is_zero()).then_some(a.rescan_interval);
+    if a.leader_elect && a.once {
+        return Err("--once converges once and exits: it cannot take part in leader election (--leader-elect, $ADDON_OPERATOR_HA)".into());
+    }
     if a.leader_elect {
         let identity = env("POD_NAME")
             .or_else(|| env("ADDON_OPERATOR_POD"))

@@ -179,6 +179,8 @@ async fn campaign(
 ) {
     let api: Api<Lease> = Api::namespaced(client.clone(), &namespace);
     let mut failures = 0u32;
+    // The holder a standby last said it waits for.
+    let mut waiting_for: Option<String> = None;
     loop {
         if stop.is_cancelled() {
             break;
@@ -204,8 +206,15 @@ async fn campaign(
         match api.get_opt(&s.lease).await {
             Ok(l) => {
                 let spec = l.and_then(|l| l.spec).unwrap_or_default();
-                if spec.holder_identity.as_deref() != Some(s.identity.as_str()) {
+                let holder = spec.holder_identity.filter(|h| !h.is_empty());
+                if holder.as_deref() != Some(s.identity.as_str()) {
                     publish(&tx, false, "stepping down: another replica holds the Lease");
+                    if let Some(h) = &holder
+                        && waiting_for.as_ref() != Some(h)
+                    {
+                        tracing::info!(lease = %s.lease, "leader election: standing by, {h} leads");
+                        waiting_for = holder.clone();
+                    }
                 }
             }
             Err(e) => {

@@ -349,3 +349,31 @@ async fn a_leader_whose_lease_is_taken_stops_writing_at_once_against_fake_apiser
     );
     assert_eq!(holder(&s.fake).as_deref(), Some("a"));
 }
+
+/// `ADDON_OPERATOR_HA` is read as addon-operator reads it ("true" turns
+/// leader election on, "false" leaves it off); `--once` takes no part in it.
+#[test]
+fn addon_operators_ha_variable_turns_leader_election_on() {
+    let run = |ha: &str| {
+        let out = Command::new(antiopa())
+            .args([
+                "run",
+                "--once",
+                "-n",
+                NS,
+                "--kubeconfig",
+                "/nonexistent/kubeconfig",
+            ])
+            .env("ADDON_OPERATOR_HA", ha)
+            .env("HOME", std::env::temp_dir())
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let on = run("true");
+    assert!(on.contains("cannot take part in leader election"), "{on}");
+    let off = run("false");
+    assert!(!off.contains("leader election"), "{off}");
+    assert!(off.contains("/nonexistent/kubeconfig"), "{off}");
+}
