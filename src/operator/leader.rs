@@ -190,6 +190,10 @@ async fn campaign(
             .with_identity(&s.identity)
             .with_duration(s.duration.as_secs())
             .with_grace(s.grace.as_secs())
+            // Per replica (the crate's default is random per manager, and a
+            // new one each term would pile up in managedFields); an apply
+            // of another replica's holderIdentity must conflict.
+            .with_field_manager(field_manager(&s.identity))
             .build()
             .await;
         let mgr = match built {
@@ -227,18 +231,24 @@ async fn campaign(
         }
         // Deadline of the current term (only while leading).
         let mut deadline: Option<Instant> = None;
+        // One `changed()` at a time, kept across the Lease watch's events:
+        // dropped in the middle of a renewal, the manager would renew again
+        // at once.
+        let mut changed = Box::pin(mgr.changed());
         let again = loop {
             let sleep_until =
                 deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
             tokio::select! {
                 _ = stop.cancelled() => break Duration::ZERO,
-                r = mgr.changed() => match r {
+                r = &mut changed => match r {
                     Ok(true) => {
+                        changed = Box::pin(mgr.changed());
                         failures = 0;
                         deadline = Some(Instant::now() + s.duration.saturating_sub(Duration::from_secs(1)));
                         publish(&tx, true, &format!("leading as {} (Lease {})", s.identity, s.lease));
                     }
                     Ok(false) => {
+                        changed = Box::pin(mgr.changed());
                         deadline = None;
                         publish(&tx, false, "stepping down: the Lease was lost");
                     }
@@ -278,6 +288,8 @@ async fn campaign(
                 }
             }
         };
+        // It may hold the manager's state lock, which `release` takes.
+        drop(changed);
         if stop.is_cancelled() {
             publish(&tx, false, "stepping down: shutting down");
             match tokio::time::timeout(Duration::from_secs(5), mgr.release()).await {
@@ -295,6 +307,19 @@ async fn campaign(
         pause(&stop, again).await;
     }
     watch_task.abort();
+}
+
+/// `antiopa-lease-IDENTITY`, within the apiserver's 128 characters.
+fn field_manager(identity: &str) -> String {
+    let mut m = format!("antiopa-lease-{identity}");
+    if m.len() > 128 {
+        let mut end = 128;
+        while !m.is_char_boundary(end) {
+            end -= 1;
+        }
+        m.truncate(end);
+    }
+    m
 }
 
 /// 1 s, doubling up to 16 s, after consecutive failures.
@@ -315,6 +340,17 @@ async fn pause(stop: &CancellationToken, d: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn field_managers_name_the_replica_within_the_apiservers_limit() {
+        assert_eq!(
+            field_manager("antiopa-7d9f-x"),
+            "antiopa-lease-antiopa-7d9f-x"
+        );
+        // Cut at a character boundary: 15 bytes, then 37 three-byte ones.
+        let long = format!("x{}", "€".repeat(50));
+        assert_eq!(field_manager(&long).len(), 126);
+    }
 
     #[test]
     fn retries_back_off_to_sixteen_seconds() {
