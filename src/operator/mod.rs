@@ -569,6 +569,16 @@ impl Operator {
         self.work.converge_at = None;
         let started = Instant::now();
         let first = !self.global_started;
+        if first && self.leading.is_some() {
+            // Operations a hook of a lost term wrote: that term is over.
+            let stale = self.ctx.with_session(|s| s.take_kube_operations()).await;
+            if !stale.is_empty() {
+                tracing::warn!(
+                    hooks = stale.len(),
+                    "dropping the kubernetes operations of hooks that ran before the Lease was lost"
+                );
+            }
+        }
         if first {
             // Global hooks' Synchronization runs with the initial lists.
             self.refresh_kube().await;
