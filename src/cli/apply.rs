@@ -74,6 +74,7 @@ impl ClusterArgs {
                 burst: self.burst,
             }),
             request_timeout: Some(self.request_timeout),
+            user_agent: None,
         }
     }
 }
@@ -200,8 +201,18 @@ pub struct HistoryArgs {
     name: String,
     #[arg(short = 'n', long, default_value = "default", env = "HELM_NAMESPACE")]
     namespace: String,
+    /// Output format, as `helm history -o`.
+    #[arg(short = 'o', long, value_enum, default_value = "table")]
+    output: HistoryFormat,
     #[command(flatten)]
     cluster: ClusterArgs,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq)]
+enum HistoryFormat {
+    Table,
+    Json,
+    Yaml,
 }
 
 /// A failed command: the message printed after `Error: `.
@@ -455,6 +466,45 @@ pub fn run_history(a: HistoryArgs) -> Result<(), CmdError> {
         let hist = read_history(&cluster, &a.name, &a.namespace).await?;
         if hist.is_empty() {
             return Err(CmdError("release: not found".into()));
+        }
+        if a.output != HistoryFormat::Table {
+            // helm's `releaseHistory` entries: these keys, `updated` as Go
+            // marshals a time (RFC 3339 with nanoseconds).
+            let entries: Vec<serde_json::Map<String, serde_json::Value>> = hist
+                .iter()
+                .map(|r| {
+                    let info = r.info.clone().unwrap_or_default();
+                    let mut m = serde_json::Map::new();
+                    m.insert("revision".into(), r.version.into());
+                    m.insert("updated".into(), info.last_deployed.clone().into());
+                    m.insert("status".into(), info.status.to_string().into());
+                    m.insert("chart".into(), r.chart_label().into());
+                    m.insert("app_version".into(), r.app_version().into());
+                    m.insert("description".into(), info.description.clone().into());
+                    m
+                })
+                .collect();
+            let text = match a.output {
+                HistoryFormat::Json => serde_json::to_string(&entries).map_err(cerr)?,
+                _ => {
+                    let mut out = String::new();
+                    for e in &entries {
+                        let doc = crate::values::values_to_yaml(e);
+                        for (i, line) in doc.lines().enumerate() {
+                            out.push_str(if i == 0 { "- " } else { "  " });
+                            out.push_str(line);
+                            out.push('\n');
+                        }
+                    }
+                    if out.is_empty() {
+                        "[]".to_string()
+                    } else {
+                        out.trim_end().to_string()
+                    }
+                }
+            };
+            writeln!(std::io::stdout().lock(), "{text}").map_err(cerr)?;
+            return Ok(());
         }
         let mut rows = vec![[
             "REVISION".to_string(),

@@ -16,6 +16,7 @@ mod ctl;
 mod diff;
 mod jq_worker;
 mod limits;
+mod manifests;
 mod module;
 mod run;
 
@@ -72,6 +73,10 @@ enum Command {
     /// The running operator's global values and config (through its debug socket).
     #[command(subcommand)]
     Global(ctl::GlobalCommand),
+    /// Print the YAML that installs the operator (kubectl apply --server-side -f -).
+    Manifests(manifests::ManifestsArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completion(manifests::CompletionArgs),
 }
 
 /// [`Cli`] with `template` as its only subcommand, for command lines that
@@ -345,6 +350,10 @@ fn run_cli() -> i32 {
         Command::Run(a) => run::run_operator(a),
         Command::Queue(c) => ctl::run_queue(c),
         Command::Global(c) => ctl::run_global(c),
+        Command::Manifests(a) => manifests::run_manifests(a),
+        Command::Completion(a) => {
+            manifests::run_completion(a, <Cli as clap::CommandFactory>::command())
+        }
     }
 }
 

@@ -112,6 +112,26 @@ pub struct RunArgs {
     /// failed).
     #[arg(long)]
     once: bool,
+    /// Run as one of several replicas: only the holder of the Lease runs
+    /// hooks and writes (addon-operator's $ADDON_OPERATOR_HA=true). The
+    /// identity is $POD_NAME (else $ADDON_OPERATOR_POD, else the host name).
+    #[arg(
+        long = "leader-elect",
+        env = "ADDON_OPERATOR_HA",
+        num_args = 0..=1,
+        require_equals = true,
+        default_value_t = false,
+        default_missing_value = "true",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    leader_elect: bool,
+    /// The Lease of leader election, in the operator's namespace.
+    #[arg(
+        long = "leader-election-lease",
+        env = "ANTIOPA_LEADER_ELECTION_LEASE",
+        default_value = operator::leader::DEFAULT_LEASE_NAME
+    )]
+    lease: String,
     #[command(flatten)]
     limits: HookLimits,
 }
@@ -142,6 +162,15 @@ fn init_logging(a: &RunArgs) -> Result<(), String> {
 /// A set, non-empty environment variable.
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// The kernel's host name (a pod's name, in a pod).
+fn host_name() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .or_else(|| env("HOSTNAME"))
 }
 
 fn settings(a: &RunArgs) -> Result<Settings, String> {
@@ -192,6 +221,21 @@ fn settings(a: &RunArgs) -> Result<Settings, String> {
         .unwrap_or_else(|| operator::metrics::DEFAULT_PREFIX.into());
     s.debug_socket = (!a.debug_socket.as_os_str().is_empty()).then(|| a.debug_socket.clone());
     s.debug_http_addr = a.debug_http_addr.clone().filter(|v| !v.is_empty());
+    if a.leader_elect && a.once {
+        return Err("--once converges once and exits: it cannot take part in leader election (--leader-elect, $ADDON_OPERATOR_HA)".into());
+    }
+    if a.leader_elect {
+        let identity = env("POD_NAME")
+            .or_else(|| env("ADDON_OPERATOR_POD"))
+            .or_else(host_name)
+            .ok_or("--leader-elect: no identity: set POD_NAME")?;
+        let mut l = operator::leader::LeaderSettings::new(&identity);
+        l.lease = a.lease.clone();
+        s.leader = Some(l);
+        // The Lease is the release lock: only its holder writes, so a
+        // release another replica left pending is taken over at once.
+        s.lock_timeout = Duration::ZERO;
+    }
     Ok(s)
 }
 
@@ -234,6 +278,11 @@ pub fn run_operator(a: RunArgs) -> i32 {
             burst: a.burst,
         }),
         request_timeout: Some(Duration::from_secs(60)),
+        // `antiopa/0.1.0 (POD)`: which replica made a request.
+        user_agent: Some(match &settings.leader {
+            Some(l) => format!("antiopa/{} ({})", env!("CARGO_PKG_VERSION"), l.identity),
+            None => format!("antiopa/{}", env!("CARGO_PKG_VERSION")),
+        }),
     };
     rt.block_on(async move {
         let cluster = match Cluster::connect(&opts).await {

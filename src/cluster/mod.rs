@@ -33,6 +33,9 @@ pub struct ClusterOptions {
     /// Give up on a single request after this long (kubectl's
     /// `--request-timeout`); `None`: wait as long as the connection lives.
     pub request_timeout: Option<Duration>,
+    /// The `User-Agent` of every request (audit logs tell replicas apart by
+    /// it); `None`: kube's (none).
+    pub user_agent: Option<String>,
 }
 
 /// Why no client could be built.
@@ -144,6 +147,12 @@ impl Cluster {
                 })?,
             (None, None) => kube::Config::infer().await?,
         };
+        let mut config = config;
+        if let Some(ua) = &opts.user_agent
+            && let Ok(v) = http::HeaderValue::from_str(ua)
+        {
+            config.headers.push((http::header::USER_AGENT, v));
+        }
         let client = client_with_bounded_retries(config)?;
         Ok(
             Cluster::from_client(client, opts.rate_limit.unwrap_or_default())

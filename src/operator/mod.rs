@@ -37,6 +37,11 @@
 //! - **Shutdown**: when the shutdown token fires, no new work starts; the
 //!   module runs under way finish (within a grace period), so no release
 //!   is left pending by this process.
+//! - **Leader election** ([`leader`], with [`Settings::leader`]): a standby
+//!   keeps its config and module directories current but runs no hook and
+//!   writes nothing; on taking the Lease it converges at once; on losing
+//!   it, the work under way is dropped at its next await and the operator
+//!   starts over as at start-up (addon-operator restarts its process).
 //!
 //! - **HTTP** ([`http`]): `/metrics` ([`metrics`]), `/metrics/hooks`,
 //!   `/healthz`, `/readyz`, and the debug API ([`debug`]) on a unix socket.
@@ -49,7 +54,9 @@ pub mod backoff;
 pub mod configmap;
 pub mod debug;
 mod http;
+pub mod install;
 mod kube_events;
+pub mod leader;
 pub mod metrics;
 mod module_run;
 mod patch;
@@ -120,6 +127,8 @@ pub struct Settings {
     pub debug_http_addr: Option<String>,
     /// `ADDON_OPERATOR_PROMETHEUS_METRICS_PREFIX`.
     pub metrics_prefix: String,
+    /// Run only while holding this Lease (`--leader-elect`).
+    pub leader: Option<leader::LeaderSettings>,
 }
 
 impl Settings {
@@ -142,6 +151,7 @@ impl Settings {
             debug_socket: None,
             debug_http_addr: None,
             metrics_prefix: metrics::DEFAULT_PREFIX.to_string(),
+            leader: None,
         }
     }
 }
@@ -375,6 +385,8 @@ struct Operator {
     activation: &'static str,
     /// Hook run queues.
     queues: queue::Queues,
+    /// With leader election: `true` while this replica leads.
+    leading: Option<watch::Receiver<bool>>,
 }
 
 /// Runs the operator until `signals.shutdown` (or, with `once`, one
@@ -399,6 +411,10 @@ pub async fn run(
         namespace = %settings.namespace,
         "modules discovered"
     );
+    let leadership = settings
+        .leader
+        .clone()
+        .map(|l| leader::Leadership::start(cluster.client().clone(), &settings.namespace, l));
     let config_rx = configmap::watch_config(
         &cluster,
         &settings.namespace,
@@ -428,7 +444,12 @@ pub async fn run(
         }
     });
     let kube = kube_events::KubeWatches::default();
-    let queues = queue::Queues::new(ctx.clone(), kube.live(), signals.shutdown.clone());
+    let queues = queue::Queues::new(
+        ctx.clone(),
+        kube.live(),
+        signals.shutdown.clone(),
+        leadership.as_ref().map(|l| l.receiver()),
+    );
     let mut op = Operator {
         ctx,
         signals,
@@ -444,9 +465,15 @@ pub async fn run(
         queues,
         graph: DependencyGraph::default(),
         activation: metrics::OPERATOR_STARTUP,
+        leading: leadership.as_ref().map(|l| l.receiver()),
     };
     op.set_live_snapshots();
-    op.run().await
+    let r = op.run().await;
+    // Only once nothing writes any more: the next leader may start.
+    if let Some(l) = leadership {
+        l.release().await;
+    }
+    r
 }
 
 impl Operator {
@@ -481,9 +508,13 @@ impl Operator {
             {
                 return Err(OperatorError::Failed(e));
             }
-            if self.config_data.is_some() {
+            let leading = self.is_leading();
+            if self.config_data.is_some() && leading {
                 if self.work.converge_at.is_some_and(|t| t <= now) {
-                    self.converge().await;
+                    let rx = self.leading.clone();
+                    if while_leading(rx, self.converge()).await.is_none() {
+                        self.step_down();
+                    }
                     continue;
                 }
                 let due: Vec<String> = self
@@ -494,7 +525,10 @@ impl Operator {
                     .map(|(m, _)| m.clone())
                     .collect();
                 if !due.is_empty() {
-                    self.run_modules(due).await;
+                    let rx = self.leading.clone();
+                    if while_leading(rx, self.run_modules(due)).await.is_none() {
+                        self.step_down();
+                    }
                     continue;
                 }
                 let fired = self.schedules.take_due(chrono::Utc::now());
@@ -503,7 +537,10 @@ impl Operator {
                 self.enqueue_kube_events(events);
                 match self.queues.take_main(now) {
                     queue::Take::Run(task) => {
-                        self.run_main(task).await;
+                        let rx = self.leading.clone();
+                        if while_leading(rx, self.run_main(task)).await.is_none() {
+                            self.step_down();
+                        }
                         continue;
                     }
                     queue::Take::WaitUntil(t) => main_wait = Some(t),
@@ -521,7 +558,10 @@ impl Operator {
                 .schedules
                 .next_due()
                 .map(|t| schedule::instant_at(t, chrono::Utc::now(), now));
-            let wake = [self.work.next_due(), next_rescan, next_schedule, main_wait]
+            // A standby has work noted (the first converge) but does none.
+            let next_work = self.work.next_due().filter(|_| leading);
+            let main_wait = main_wait.filter(|_| leading);
+            let wake = [next_work, next_rescan, next_schedule, main_wait]
                 .into_iter()
                 .flatten()
                 .min()
@@ -533,8 +573,16 @@ impl Operator {
                     // The watch task ended: only at shutdown.
                     Err(_) => shutdown.cancelled().await,
                 },
-                ev = self.kube.recv(), if self.config_data.is_some() => {
+                ev = self.kube.recv(), if self.config_data.is_some() && leading => {
                     self.enqueue_kube_events(vec![ev]);
+                }
+                now_leading = leadership_changed(&mut self.leading) => {
+                    if now_leading {
+                        tracing::info!("this replica leads now: converging");
+                        self.work.converge_at = Some(Instant::now());
+                    } else {
+                        self.step_down();
+                    }
                 }
                 req = self.queues.recv() => self.request(req),
                 _ = reload.notified() => {
@@ -548,6 +596,31 @@ impl Operator {
                     }
                 }
             }
+        }
+    }
+
+    /// Without leader election, always; with it, while holding the Lease.
+    fn is_leading(&self) -> bool {
+        self.leading.as_ref().is_none_or(|rx| *rx.borrow())
+    }
+
+    /// The Lease is lost: the work under way has been dropped; forget
+    /// what this term started (hooks, watches, schedules) so the next term
+    /// starts as the process did, with global `onStartup` hooks.
+    fn step_down(&mut self) {
+        tracing::warn!("not the leader any more: standing by, writing nothing");
+        self.work = Work::default();
+        self.global_started = false;
+        self.enabled.clear();
+        self.schedules.clear();
+        self.kube.clear();
+        self.queues.clear();
+        self.set_live_snapshots();
+        // This change is handled; a term that began meanwhile converges.
+        if let Some(rx) = &mut self.leading
+            && *rx.borrow_and_update()
+        {
+            self.work.converge_at = Some(Instant::now());
         }
     }
 
@@ -666,6 +739,16 @@ impl Operator {
         self.publish_queue("ConvergeModules");
         let started = Instant::now();
         let first = !self.global_started;
+        if first && self.leading.is_some() {
+            // Operations a hook of a lost term wrote: that term is over.
+            let stale = self.ctx.with_session(|s| s.take_kube_operations()).await;
+            if !stale.is_empty() {
+                tracing::warn!(
+                    hooks = stale.len(),
+                    "dropping the kubernetes operations of hooks that ran before the Lease was lost"
+                );
+            }
+        }
         if first {
             // Global hooks' Synchronization runs with the initial lists.
             self.refresh_kube().await;
@@ -1289,6 +1372,33 @@ fn hook_settings<'a>(
             Some(((m.clone(), h.clone()), settings))
         })
         .collect()
+}
+
+/// Runs `work` to its end, or drops it at its next await when leadership
+/// is lost (`None`). Without leader election (`rx` is `None`) it just runs.
+async fn while_leading<T>(
+    rx: Option<watch::Receiver<bool>>,
+    work: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    let Some(mut rx) = rx else {
+        return Some(work.await);
+    };
+    tokio::select! {
+        biased;
+        _ = rx.wait_for(|leading| !*leading) => None,
+        v = work => Some(v),
+    }
+}
+
+/// The next leadership change; never without leader election.
+async fn leadership_changed(rx: &mut Option<watch::Receiver<bool>>) -> bool {
+    match rx {
+        Some(rx) => match rx.changed().await {
+            Ok(()) => *rx.borrow_and_update(),
+            Err(_) => std::future::pending().await,
+        },
+        None => std::future::pending().await,
+    }
 }
 
 /// What a converge needs of the enabled state.

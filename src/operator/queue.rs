@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::{Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::state::{QueueStatus, QueueTask, Status};
@@ -438,12 +438,19 @@ pub(crate) struct Queues {
     ctx: Ctx,
     live: LiveSnapshots,
     shutdown: CancellationToken,
+    /// With leader election: named queues run only while it is `true`.
+    leading: Option<watch::Receiver<bool>>,
     requests_tx: mpsc::UnboundedSender<Request>,
     requests_rx: mpsc::UnboundedReceiver<Request>,
 }
 
 impl Queues {
-    pub fn new(ctx: Ctx, live: LiveSnapshots, shutdown: CancellationToken) -> Queues {
+    pub fn new(
+        ctx: Ctx,
+        live: LiveSnapshots,
+        shutdown: CancellationToken,
+        leading: Option<watch::Receiver<bool>>,
+    ) -> Queues {
         let (requests_tx, requests_rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             queues: Mutex::new(BTreeMap::from([(MAIN.to_string(), Queue::default())])),
@@ -457,6 +464,7 @@ impl Queues {
             ctx,
             live,
             shutdown,
+            leading,
             requests_tx,
             requests_rx,
         }
@@ -534,6 +542,7 @@ impl Queues {
                         live: self.live.clone(),
                         requests: self.requests_tx.clone(),
                         wake: n.clone(),
+                        leading: self.leading.clone(),
                     };
                     tokio::spawn(worker.run(self.shutdown.child_token()));
                     tracing::info!(queue = %queue, "queue started");
@@ -577,6 +586,8 @@ struct Worker {
     live: LiveSnapshots,
     requests: mpsc::UnboundedSender<Request>,
     wake: Arc<Notify>,
+    /// With leader election: run only while `true`.
+    leading: Option<watch::Receiver<bool>>,
 }
 
 impl Worker {
@@ -585,9 +596,36 @@ impl Worker {
             if token.is_cancelled() {
                 return;
             }
+            // A standby runs no hook: wait for the Lease.
+            if let Some(rx) = &self.leading
+                && !*rx.borrow()
+            {
+                let mut rx = rx.clone();
+                tokio::select! {
+                    _ = token.cancelled() => return,
+                    r = rx.wait_for(|l| *l) => if r.is_err() { return },
+                }
+                continue;
+            }
             match self.shared.take(&self.name, Instant::now()) {
                 Take::Run(mut task) => {
-                    let r = run_task(&self.ctx, &self.live, &mut task).await;
+                    // Leadership lost mid-run: the run is dropped at its
+                    // next await (the step-down clears the queues).
+                    let r = match &self.leading {
+                        None => Some(run_task(&self.ctx, &self.live, &mut task).await),
+                        Some(rx) => {
+                            let mut rx = rx.clone();
+                            tokio::select! {
+                                biased;
+                                _ = rx.wait_for(|l| !*l) => None,
+                                r = run_task(&self.ctx, &self.live, &mut task) => Some(r),
+                            }
+                        }
+                    };
+                    let Some(r) = r else {
+                        let _ = self.shared.done(&self.name, task, true);
+                        continue;
+                    };
                     let failed = r.is_err();
                     log_outcome(&self.name, &task, &r);
                     if let Ok(true) = r {

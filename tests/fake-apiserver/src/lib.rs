@@ -100,6 +100,10 @@ pub struct Stats {
     pub patch: u64,
     /// Single deletes and deletecollection.
     pub delete: u64,
+    /// Writes (create, update, patch, delete) by `User-Agent` (empty: none sent), then by
+    /// resource (`leases.coordination.k8s.io`, `secrets`): which client wrote what.
+    pub writes_by_agent:
+        std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>>,
 }
 
 impl Stats {

@@ -1519,6 +1519,21 @@ pub async fn handle(shared: Shared, req: Request<Bytes>) -> Response<ResponseBod
             "delete" | "deletecollection" => st.stats.delete += 1,
             _ => {}
         }
+        if matches!(
+            verb,
+            "create" | "update" | "patch" | "delete" | "deletecollection"
+        ) {
+            let resource = match res.group.as_str() {
+                "" => res.plural.clone(),
+                g => format!("{}.{g}", res.plural),
+            };
+            *st.stats
+                .writes_by_agent
+                .entry(user_agent.clone())
+                .or_default()
+                .entry(resource)
+                .or_default() += 1;
+        }
         let name = route.name.clone();
         let fault = take_fault(&mut st, verb, &res, name.as_deref());
         (route, res, verb, fault)

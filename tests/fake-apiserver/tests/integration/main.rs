@@ -6,5 +6,6 @@ mod common;
 mod api;
 mod binary;
 mod kubectl;
+mod lease;
 mod protobuf;
 mod ssa_docs;
