@@ -13,6 +13,7 @@ use clap::{Args, Parser, Subcommand};
 mod apply;
 mod apply_live;
 mod diff;
+mod drift;
 mod jq_worker;
 mod limits;
 mod module;
@@ -65,6 +66,10 @@ enum Command {
     /// Run the operator: converge the modules tree into the cluster and
     /// keep it converged (addon-operator's environment and ConfigMap).
     Run(run::RunArgs),
+    /// What of the modules' deployed releases differs on the cluster now
+    /// (deleted objects, changed fields), object by object; exit 1 when
+    /// something does.
+    Drift(drift::DriftArgs),
 }
 
 /// [`Cli`] with `template` as its only subcommand, for command lines that
@@ -336,6 +341,10 @@ fn run_cli() -> i32 {
         Command::Uninstall(a) => exit_code(apply::run_uninstall(a)),
         Command::History(a) => exit_code(apply::run_history(a)),
         Command::Run(a) => run::run_operator(a),
+        Command::Drift(a) => match drift::run_drift(a) {
+            Ok(differs) => i32::from(differs),
+            Err(e) => print_error(&e.to_string()) + 1,
+        },
     }
 }
 

@@ -62,7 +62,7 @@ impl Default for Limits {
 const VERIFY_AFTER: Duration = Duration::from_secs(3);
 
 /// Module drift state changes, for the caller's status.
-pub type StatusSink = Arc<dyn Fn(&str, &ModuleDrift) + Send + Sync>;
+pub type StatusSink = Arc<dyn Fn(&str, Option<&ModuleDrift>) + Send + Sync>;
 
 enum Command {
     Suspend(String),
@@ -121,7 +121,7 @@ impl Handle {
 /// Starts the drift task; it ends with `shutdown`.
 pub fn start(
     writes: Writes,
-    metrics: Arc<Metrics>,
+    metrics: Metrics,
     status: StatusSink,
     limits: Limits,
     shutdown: CancellationToken,
@@ -182,7 +182,7 @@ enum Due {
 
 struct Engine {
     writes: Writes,
-    metrics: Arc<Metrics>,
+    metrics: Metrics,
     status: StatusSink,
     limits: Limits,
     watches: Watches,
@@ -255,7 +255,7 @@ impl Engine {
 
     fn publish(&self, module: &str) {
         if let Some(m) = self.modules.get(module) {
-            (self.status)(module, &m.drift);
+            (self.status)(module, Some(&m.drift));
         }
     }
 
@@ -276,7 +276,7 @@ impl Engine {
             Command::Stop(m) => {
                 self.forget(&m);
                 self.modules.remove(&m);
-                (self.status)(&m, &ModuleDrift::default());
+                (self.status)(&m, None);
             }
             Command::Refresh {
                 module,

@@ -682,9 +682,10 @@ pub struct MetricsSnapshot {
     pub restore_seconds: Histogram,
 }
 
-/// [`MetricsSnapshot`], shared and updated in place.
-#[derive(Debug, Default)]
-pub struct Metrics(Mutex<MetricsSnapshot>);
+/// [`MetricsSnapshot`], shared (clones are the same counters) and updated
+/// in place.
+#[derive(Clone, Debug, Default)]
+pub struct Metrics(Arc<Mutex<MetricsSnapshot>>);
 
 impl Metrics {
     pub fn snapshot(&self) -> MetricsSnapshot {

@@ -26,6 +26,10 @@
 //!   its snapshot for every hook run; after the initial list, events run
 //!   the hook with an `Event` context, and changed values run its module
 //!   again (a global hook's: converge).
+//! - **Drift** ([`crate::drift`]): after each successful module run, the
+//!   objects of its release are watched (metadata only); one deleted is
+//!   restored alone, one changed is re-applied or reported per the module's
+//!   `driftMode`. Every drift write goes through [`Ctx::drift_writes`].
 //! - **Hook outputs** ([`patch`]): the kubernetes operations every hook
 //!   run writes (`KUBERNETES_PATCH_PATH`) are executed after it.
 //! - **Module directories** are rescanned periodically and on a reload
@@ -151,6 +155,8 @@ pub(crate) struct Ctx {
     status: Arc<RwLock<Status>>,
     /// Render helpers, sized to the CPU quota.
     pool: Arc<Pool>,
+    /// The drift task (disabled with `--once`).
+    drift: crate::drift::Handle,
 }
 
 impl Ctx {
@@ -180,6 +186,30 @@ impl Ctx {
             return Ok(());
         }
         patch::execute(&self.cluster, &self.settings.hooks.jq, &batch).await
+    }
+
+    /// The one way drift writes to the cluster (restores, Events): the
+    /// place to gate them on holding the leader lease.
+    fn drift_writes(&self) -> crate::drift::Writes {
+        crate::drift::Writes::new(self.cluster.clone(), Arc::new(|| true))
+    }
+
+    /// Starts the drift task, which reports into the status.
+    fn start_drift(&mut self, shutdown: &CancellationToken) {
+        let status = self.status.clone();
+        let sink: crate::drift::engine::StatusSink = Arc::new(move |module, d| {
+            let mut st = status.write().unwrap_or_else(|p| p.into_inner());
+            let m = st.modules.entry(module.to_string()).or_default();
+            m.drift = d.cloned();
+        });
+        let metrics = self.status().drift_metrics.clone();
+        self.drift = crate::drift::start(
+            self.drift_writes(),
+            metrics,
+            sink,
+            Default::default(),
+            shutdown.child_token(),
+        );
     }
 
     fn status(&self) -> std::sync::RwLockWriteGuard<'_, Status> {
@@ -279,14 +309,19 @@ pub async fn run(
         &settings.config_map,
         signals.shutdown.clone(),
     );
+    let mut ctx = Ctx {
+        settings,
+        cluster,
+        session: Arc::new(Mutex::new(session)),
+        status,
+        pool: Arc::new(Pool::for_this_process()),
+        drift: crate::drift::Handle::disabled(),
+    };
+    if !ctx.settings.once {
+        ctx.start_drift(&signals.shutdown);
+    }
     let mut op = Operator {
-        ctx: Ctx {
-            settings,
-            cluster,
-            session: Arc::new(Mutex::new(session)),
-            status,
-            pool: Arc::new(Pool::for_this_process()),
-        },
+        ctx,
         signals,
         config_rx,
         config_data: None,

@@ -1,8 +1,8 @@
 //! What the operator knows of each module and of itself, kept for logs,
 //! metrics, the debug API and the status page: a module's phase, its last
-//! error and how many times in a row it failed, its last deployed revision
-//! and how long its runs take. Written by the converge loop only; readers
-//! take a snapshot.
+//! error and how many times in a row it failed, its last deployed revision,
+//! how long its runs take and the drift of its released objects. Written by
+//! the converge loop (drift: by the drift task); readers take a snapshot.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -43,6 +43,8 @@ pub struct ModuleStatus {
     pub last_run_at: Option<SystemTime>,
     /// When a failed module is tried again.
     pub retry_at: Option<SystemTime>,
+    /// Drift of its released objects (`None`: not watched).
+    pub drift: Option<crate::drift::ModuleDrift>,
 }
 
 impl Default for ModuleStatus {
@@ -57,6 +59,7 @@ impl Default for ModuleStatus {
             last_run: None,
             last_run_at: None,
             retry_at: None,
+            drift: None,
         }
     }
 }
@@ -76,4 +79,6 @@ pub struct Status {
     pub config_error: Option<String>,
     /// ConfigMap edits refused so far (`config_values_errors_total`).
     pub config_errors: u64,
+    /// Drift counters and restore latencies, updated in place.
+    pub drift_metrics: crate::drift::Metrics,
 }

@@ -16,7 +16,7 @@ use crate::cluster_support::*;
 use antiopa::cluster::{Cluster, ClusterOptions};
 use antiopa::release::{self, Release, Status};
 
-const NS: &str = "addons";
+pub(crate) const NS: &str = "addons";
 
 /// A modules tree: `alpha` (order 10), `beta` and `gamma` (order 20),
 /// `broken` (its beforeHelm hook always fails), `off` (its `enabled`
@@ -82,20 +82,20 @@ fn tree(dir: &Path) -> (PathBuf, PathBuf) {
     (modules, global)
 }
 
-fn executable(path: &Path, text: &str) {
+pub(crate) fn executable(path: &Path, text: &str) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::write(path, text).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// A running `antiopa run`, killed when dropped; its log goes to a file.
-struct Operator {
+pub(crate) struct Operator {
     child: Child,
     log: PathBuf,
 }
 
 impl Operator {
-    fn start(
+    pub(crate) fn start(
         kubeconfig: &Path,
         modules: &Path,
         global: &Path,
@@ -136,16 +136,16 @@ impl Operator {
         (st, op.log())
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    fn signal(&self, sig: nix::sys::signal::Signal) {
+    pub(crate) fn signal(&self, sig: nix::sys::signal::Signal) {
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), sig).unwrap();
     }
 
     /// Waits for the process to exit, at most `limit`.
-    async fn wait(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+    pub(crate) async fn wait(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
         let end = Instant::now() + limit;
         while Instant::now() < end {
             if let Some(st) = self.child.try_wait().unwrap() {
@@ -164,7 +164,7 @@ impl Drop for Operator {
     }
 }
 
-async fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
+pub(crate) async fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
     let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     all.push(format!("--kubeconfig={}", kubeconfig.display()));
     let out =
@@ -198,7 +198,7 @@ async fn patch_config(kubeconfig: &Path, patch: &str) {
 }
 
 /// The operator's namespace, and its ConfigMap with one `key=value`.
-async fn prepare(kubeconfig: &Path, config: Option<&str>) {
+pub(crate) async fn prepare(kubeconfig: &Path, config: Option<&str>) {
     kubectl(kubeconfig, &["create", "namespace", NS]).await;
     if let Some(kv) = config {
         let literal = format!("--from-literal={kv}");
@@ -210,7 +210,7 @@ async fn prepare(kubeconfig: &Path, config: Option<&str>) {
     }
 }
 
-async fn cluster(kubeconfig: &Path) -> Cluster {
+pub(crate) async fn cluster(kubeconfig: &Path) -> Cluster {
     Cluster::connect(&ClusterOptions {
         kubeconfig: Some(kubeconfig.to_path_buf()),
         ..Default::default()
@@ -220,7 +220,7 @@ async fn cluster(kubeconfig: &Path) -> Cluster {
 }
 
 /// The last revision of release `name` (`None`: no release).
-async fn last(c: &Cluster, name: &str) -> Option<Release> {
+pub(crate) async fn last(c: &Cluster, name: &str) -> Option<Release> {
     release::history(c, name, NS)
         .await
         .unwrap()
@@ -229,7 +229,7 @@ async fn last(c: &Cluster, name: &str) -> Option<Release> {
 }
 
 /// Revision numbers of the deployed releases, by name.
-async fn deployed(c: &Cluster, names: &[&str]) -> Vec<(String, Option<i64>)> {
+pub(crate) async fn deployed(c: &Cluster, names: &[&str]) -> Vec<(String, Option<i64>)> {
     let mut out = Vec::new();
     for n in names {
         let v = last(c, n)
@@ -242,7 +242,7 @@ async fn deployed(c: &Cluster, names: &[&str]) -> Vec<(String, Option<i64>)> {
 }
 
 /// Polls `check` every 100 ms until it holds, at most `limit`.
-async fn eventually<F, Fut>(limit: Duration, what: &str, mut check: F)
+pub(crate) async fn eventually<F, Fut>(limit: Duration, what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -257,7 +257,7 @@ where
     panic!("not within {limit:?}: {what}");
 }
 
-fn writes(s: &fake_apiserver::Stats) -> u64 {
+pub(crate) fn writes(s: &fake_apiserver::Stats) -> u64 {
     s.create + s.update + s.patch + s.delete
 }
 
