@@ -135,6 +135,7 @@ pub fn start(
         limits,
         watches,
         targets: HashMap::new(),
+        listed: HashSet::new(),
         modules: HashMap::new(),
         objects: HashMap::new(),
         timers: BinaryHeap::new(),
@@ -187,6 +188,8 @@ struct Engine {
     limits: Limits,
     watches: Watches,
     targets: HashMap<Target, u32>,
+    /// Targets whose watch has listed (their objects' presence is known).
+    listed: HashSet<u32>,
     modules: HashMap<String, ModuleState>,
     objects: HashMap<Id, Obj>,
     /// (when, order, object, what, seen at).
@@ -294,6 +297,18 @@ impl Engine {
             }
         }
         self.watches.unsubscribe_all(module);
+        self.forget_stopped_watches();
+    }
+
+    /// A watch that stopped lists again when it restarts.
+    fn forget_stopped_watches(&mut self) {
+        let running: HashSet<u32> = self
+            .targets
+            .iter()
+            .filter(|(t, _)| self.watches.target(t).is_some())
+            .map(|(_, id)| *id)
+            .collect();
+        self.listed.retain(|id| running.contains(id));
     }
 
     fn refresh(&mut self, module: String, objects: Vec<Tracked>, settings: Settings) {
@@ -388,13 +403,18 @@ impl Engine {
         for (t, names) in by_target {
             self.watches.subscribe(&t, &module, names);
         }
+        self.forget_stopped_watches();
         let ids: Vec<Id> = wanted
             .into_iter()
             .filter(|id| self.objects.get(id).is_some_and(|o| *o.module == *module))
             .collect();
+        // A new watch's list tells which objects exist; on a watch that
+        // listed before, an object not seen yet is looked up a little later.
         let now = Instant::now();
         for id in fresh {
-            self.schedule(now + VERIFY_AFTER, id, Due::Verify, now);
+            if self.listed.contains(&id.0) {
+                self.schedule(now + VERIFY_AFTER, id, Due::Verify, now);
+            }
         }
         if let Some(st) = self.modules.get_mut(&module) {
             st.drift.objects = ids.len();
@@ -466,6 +486,9 @@ impl Engine {
                 let Some(tid) = self.targets.get(&*target).copied() else {
                     return;
                 };
+                if self.listed.insert(tid) {
+                    tracing::info!(target = %target, objects = names.len(), "drift: released objects listed");
+                }
                 let ids: Vec<Id> = self
                     .objects
                     .keys()

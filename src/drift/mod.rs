@@ -211,8 +211,9 @@ impl Settings {
 #[derive(Clone, Debug)]
 pub struct Tracked {
     pub key: Key,
-    pub api_version: String,
-    pub resolved: Resolved,
+    pub api_version: Arc<str>,
+    /// Shared by the objects of a kind.
+    pub resolved: Arc<Resolved>,
     /// The release it belongs to (release name, release namespace).
     pub owner: Arc<(String, String)>,
     pub doc: Arc<Doc>,
@@ -267,11 +268,32 @@ pub async fn tracked_objects(
     let owner = Arc::new((release.to_string(), namespace.to_string()));
     let mut out = Vec::new();
     let mut seen = BTreeSet::new();
+    let mut kinds: BTreeMap<(String, String), (Arc<str>, Arc<Resolved>)> = BTreeMap::new();
     for d in rendered.manifests {
         let doc = Arc::new(d);
         for o in apply::decode(std::slice::from_ref(&doc))? {
+            let kind = (o.api_version.clone(), o.kind.clone());
+            if let Some((api_version, resolved)) = kinds.get(&kind) {
+                let mut key = o.key();
+                key.group = resolved.resource.group.clone();
+                key.namespace = if resolved.namespaced {
+                    o.namespace.clone().unwrap_or_else(|| namespace.to_string())
+                } else {
+                    String::new()
+                };
+                if seen.insert(key.clone()) {
+                    out.push(Tracked {
+                        key,
+                        api_version: api_version.clone(),
+                        resolved: resolved.clone(),
+                        owner: owner.clone(),
+                        doc: doc.clone(),
+                    });
+                }
+                continue;
+            }
             let resolved = match cluster.resolve(&o.api_version, &o.kind).await {
-                Ok(Some(r)) => r,
+                Ok(Some(r)) => Arc::new(r),
                 Ok(None) => {
                     warnings.push(format!(
                         "{} {} {}: the kind is not served; not watched for drift",
@@ -294,12 +316,14 @@ pub async fn tracked_objects(
             } else {
                 String::new()
             };
+            let api_version: Arc<str> = Arc::from(o.api_version.as_str());
+            kinds.insert(kind, (api_version.clone(), resolved.clone()));
             if !seen.insert(key.clone()) {
                 continue;
             }
             out.push(Tracked {
                 key,
-                api_version: o.api_version.clone(),
+                api_version,
                 resolved,
                 owner: owner.clone(),
                 doc: doc.clone(),
@@ -597,7 +621,7 @@ impl Writes {
         let stamp = now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let micro = now.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
         let mut involved = json!({
-            "apiVersion": t.api_version, "kind": t.key.kind, "name": t.key.name,
+            "apiVersion": &*t.api_version, "kind": t.key.kind, "name": t.key.name,
         });
         if !t.key.namespace.is_empty() {
             involved["namespace"] = json!(t.key.namespace);
@@ -784,7 +808,7 @@ pub async fn scan(
                 out.push(Drifted {
                     module: name.clone(),
                     key: t.key.clone(),
-                    api_version: t.api_version.clone(),
+                    api_version: t.api_version.to_string(),
                     finding,
                 });
             }
