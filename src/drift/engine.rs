@@ -28,9 +28,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{
-    Finding, Metrics, Mode, ModuleDrift, Settings, Tracked, Writes, check_object,
-};
+use super::{Finding, Metrics, Mode, ModuleDrift, Settings, Tracked, Writes, check_object};
 use crate::apply::FIELD_MANAGER;
 use crate::apply::ownership::{MANAGED_BY, MANAGED_BY_HELM};
 use crate::watch::{Seen, Target, Watches};
@@ -148,6 +146,9 @@ pub fn start(
 /// An object: (target id, name).
 type Id = (u32, String);
 
+/// (when, order, object, what, seen at).
+type Timer = (Instant, u64, Id, Due, Instant);
+
 struct Obj {
     module: Arc<str>,
     tracked: Tracked,
@@ -192,8 +193,7 @@ struct Engine {
     listed: HashSet<u32>,
     modules: HashMap<String, ModuleState>,
     objects: HashMap<Id, Obj>,
-    /// (when, order, object, what, seen at).
-    timers: BinaryHeap<Reverse<(Instant, u64, Id, Due, Instant)>>,
+    timers: BinaryHeap<Reverse<Timer>>,
     seq: u64,
 }
 
@@ -592,7 +592,10 @@ impl Engine {
         let ignored = self
             .modules
             .get(&*module)
-            .map(|st| st.settings.ignored_paths(&o.tracked.api_version, &o.tracked.key))
+            .map(|st| {
+                st.settings
+                    .ignored_paths(&o.tracked.api_version, &o.tracked.key)
+            })
             .unwrap_or_default();
         let t = o.tracked.clone();
         let finding = match check_object(self.writes.cluster(), &t, &ignored).await {
@@ -651,7 +654,13 @@ impl Engine {
         if self.writes.allowed()
             && let Err(e) = self
                 .writes
-                .event(&t, None, true, "DriftDetected", &format!("{what} (driftMode warn)"))
+                .event(
+                    &t,
+                    None,
+                    true,
+                    "DriftDetected",
+                    &format!("{what} (driftMode warn)"),
+                )
                 .await
         {
             tracing::debug!("drift: event: {e}");
@@ -668,7 +677,11 @@ impl Engine {
         if o.stopped {
             return;
         }
-        while o.attempts.front().is_some_and(|t| now.duration_since(*t) > limits.window) {
+        while o
+            .attempts
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > limits.window)
+        {
             o.attempts.pop_front();
         }
         let module = o.module.clone();

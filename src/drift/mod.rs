@@ -40,6 +40,12 @@ use crate::cluster::{Cluster, error_text, is_not_found};
 
 pub use engine::{Handle, start};
 
+impl From<crate::release::ReleaseError> for DriftError {
+    fn from(e: crate::release::ReleaseError) -> Self {
+        DriftError::Release(Box::new(e))
+    }
+}
+
 /// Why drift could not do something.
 #[derive(Debug, thiserror::Error)]
 pub enum DriftError {
@@ -49,7 +55,7 @@ pub enum DriftError {
     #[error(transparent)]
     Objects(#[from] apply::ObjectError),
     #[error(transparent)]
-    Apply(#[from] apply::ApplyError),
+    Apply(#[from] Box<apply::ApplyError>),
     #[error("{step} {key}: {}", error_text(.source))]
     Api {
         step: &'static str,
@@ -58,7 +64,7 @@ pub enum DriftError {
         source: kube::Error,
     },
     #[error("{0}")]
-    Release(#[from] crate::release::ReleaseError),
+    Release(Box<crate::release::ReleaseError>),
 }
 
 /// What drift does for a module (Flux's `driftDetection.mode`).
@@ -383,7 +389,11 @@ fn conflicts_of(e: &kube::Error) -> Option<Vec<(String, String)>> {
     if s.code != 409 {
         return None;
     }
-    let causes = s.details.as_ref().map(|d| d.causes.clone()).unwrap_or_default();
+    let causes = s
+        .details
+        .as_ref()
+        .map(|d| d.causes.clone())
+        .unwrap_or_default();
     Some(
         causes
             .iter()
@@ -665,7 +675,8 @@ impl Writes {
 }
 
 /// Upper bounds (seconds) of the restore latency histogram.
-pub const LATENCY_BUCKETS: [f64; 11] = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
+pub const LATENCY_BUCKETS: [f64; 11] =
+    [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
 
 /// A histogram as Prometheus keeps one: per bucket, how many observations
 /// were at most its bound (cumulative), their sum and count.
@@ -838,7 +849,10 @@ mod tests {
             s.ignored_paths("apps/v1", &key("Deployment", "web")),
             ["/spec/replicas"]
         );
-        assert!(s.ignored_paths("apps/v1", &key("Deployment", "api")).is_empty());
+        assert!(
+            s.ignored_paths("apps/v1", &key("Deployment", "api"))
+                .is_empty()
+        );
         let bad = Settings::from_values(Some(&json!({"driftMode": "on"})), "web").unwrap_err();
         assert_eq!(
             bad.to_string(),
@@ -847,7 +861,10 @@ mod tests {
         let bad =
             Settings::from_values(Some(&json!({"driftIgnore": [{"paths": ["spec"]}]})), "web")
                 .unwrap_err();
-        assert!(bad.to_string().contains("web.driftIgnore[0].paths"), "{bad}");
+        assert!(
+            bad.to_string().contains("web.driftIgnore[0].paths"),
+            "{bad}"
+        );
     }
 
     #[test]

@@ -31,7 +31,11 @@ fn module(dir: &Path, name: &str, values: &str, template: &str) {
     .unwrap();
     std::fs::write(d.join("values.yaml"), values).unwrap();
     std::fs::write(d.join("templates/all.yaml"), template).unwrap();
-    std::fs::write(dir.join("modules/values.yaml"), format!("{name}Enabled: true\n")).unwrap();
+    std::fs::write(
+        dir.join("modules/values.yaml"),
+        format!("{name}Enabled: true\n"),
+    )
+    .unwrap();
 }
 
 /// `antiopa run` on `dir` in namespace `ns`, until `ready` is in its log.
@@ -48,7 +52,10 @@ fn start(dir: &Path, kubeconfig: &Path, ns: &str, ready: &str) -> Child {
         .spawn()
         .unwrap();
     let end = Instant::now() + Duration::from_secs(600);
-    while !std::fs::read_to_string(&log).unwrap_or_default().contains(ready) {
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains(ready)
+    {
         assert!(
             Instant::now() < end,
             "no {ready:?}: {}",
@@ -83,7 +90,11 @@ fn kubectl(kubeconfig: &Path, args: &[&str]) {
         .arg(format!("--kubeconfig={}", kubeconfig.display()))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// (DELETED or ADDED, name, uid, when) of every ConfigMap event in `ns`.
@@ -142,7 +153,10 @@ fn restore_latency(rt: &tokio::runtime::Runtime, fake: &FakeApiServer, kubeconfi
             .get("v1/configmaps", Some(NS), &name)
             .is_some_and(|o| o["metadata"]["uid"] != uid)
         {
-            assert!(t.elapsed() < Duration::from_secs(30), "{name} never restored");
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "{name} never restored"
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
         // The watch may deliver the ADDED a moment after the fake has it.

@@ -130,7 +130,9 @@ async fn deleted_objects_are_restored_alone_and_deleted_hook_jobs_trigger_nothin
     .await;
     // The hook Job ran and its delete policy removed it.
     assert!(
-        s.fake.get("batch/v1/jobs", Some(NS), "web-migrate").is_none(),
+        s.fake
+            .get("batch/v1/jobs", Some(NS), "web-migrate")
+            .is_none(),
         "{}",
         op.log()
     );
@@ -178,7 +180,9 @@ async fn deleted_objects_are_restored_alone_and_deleted_hook_jobs_trigger_nothin
     let log = op.log();
     assert_eq!(module_runs(&log, "web"), 1, "{log}");
     assert!(
-        s.fake.get("batch/v1/jobs", Some(NS), "web-migrate").is_none(),
+        s.fake
+            .get("batch/v1/jobs", Some(NS), "web-migrate")
+            .is_none(),
         "the hook Job was not brought back"
     );
     assert!(!log.contains("Job"), "the hook Job never counts: {log}");
@@ -230,7 +234,16 @@ async fn changed_fields_are_reverted_enabled_reported_warn_and_others_fields_lef
     let patch = |name: &'static str, p: &'static str| async move {
         kubectl(
             kc,
-            &["-n", NS, "patch", "configmap", name, "--type=merge", "-p", p],
+            &[
+                "-n",
+                NS,
+                "patch",
+                "configmap",
+                name,
+                "--type=merge",
+                "-p",
+                p,
+            ],
         )
         .await;
     };
@@ -262,7 +275,11 @@ async fn changed_fields_are_reverted_enabled_reported_warn_and_others_fields_lef
     let keep = cm(&s, "keep-cm").unwrap();
     assert_eq!(keep["data"]["extra"], "x", "another manager's field stays");
     assert_eq!(keep["data"]["a"], "1");
-    assert_eq!(cm(&s, "report-cm").unwrap()["data"]["a"], "2", "warn leaves it");
+    assert_eq!(
+        cm(&s, "report-cm").unwrap()["data"]["a"],
+        "2",
+        "warn leaves it"
+    );
     assert_eq!(cm(&s, "lax-cm").unwrap()["data"]["b"], "2", "ignored");
     let log = op.log();
     assert!(
@@ -275,7 +292,11 @@ async fn changed_fields_are_reverted_enabled_reported_warn_and_others_fields_lef
     );
     assert!(!log.contains("/data/extra"), "{log}");
     assert!(!log.contains("/data/b"), "{log}");
-    assert_eq!(log.matches("report-cm changed").count(), 1, "reported once: {log}");
+    assert_eq!(
+        log.matches("report-cm changed").count(),
+        1,
+        "reported once: {log}"
+    );
     assert_eq!(events(&s, "DriftDetected", "report-cm").len(), 1);
     assert_eq!(events(&s, "DriftRestored", "keep-cm").len(), 1);
     // Each module ran once: drift never re-runs a module.
@@ -290,10 +311,24 @@ async fn changed_fields_are_reverted_enabled_reported_warn_and_others_fields_lef
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("~ v1 ConfigMap addons/report-cm (module report)"), "{text}");
-    assert!(text.contains("-  a: \"2\"") && text.contains("+  a: \"1\""), "{text}");
-    assert!(!text.contains("keep-cm") && !text.contains("lax-cm"), "{text}");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("~ v1 ConfigMap addons/report-cm (module report)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("-  a: \"2\"") && text.contains("+  a: \"1\""),
+        "{text}"
+    );
+    assert!(
+        !text.contains("keep-cm") && !text.contains("lax-cm"),
+        "{text}"
+    );
     kubectl(kc, &["-n", NS, "delete", "configmap", "report-cm"]).await;
     let out = std::process::Command::new(antiopa())
         .args(["drift", "report", "-n", NS, "--kubeconfig"])
@@ -301,7 +336,10 @@ async fn changed_fields_are_reverted_enabled_reported_warn_and_others_fields_lef
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("- v1 ConfigMap addons/report-cm (module report): missing"), "{text}");
+    assert!(
+        text.contains("- v1 ConfigMap addons/report-cm (module report): missing"),
+        "{text}"
+    );
     assert!(text.contains("1 missing, 0 changed"), "{text}");
 }
 
@@ -344,13 +382,21 @@ async fn a_controller_fighting_a_field_is_given_up_after_the_limit_with_one_mess
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(cm(&s, "fight-cm").unwrap()["data"]["a"], "fought");
     let log = op.log();
-    let stopped: Vec<&str> = log.lines().filter(|l| l.contains("stopped restoring")).collect();
+    let stopped: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("stopped restoring"))
+        .collect();
     assert_eq!(stopped.len(), 1, "{log}");
     assert!(
         stopped[0].contains(r#"ConfigMap addons/fight-cm: stopped restoring after 5 attempts within 600s: ConfigMap addons/fight-cm changed: /data/a (taken by "kubectl-patch")"#),
         "{}",
         stopped[0]
     );
-    assert_eq!(log.matches("fight-cm changed: /data/a (taken by \"kubectl-patch\"): restored").count(), 5, "{log}");
+    assert_eq!(
+        log.matches("fight-cm changed: /data/a (taken by \"kubectl-patch\"): restored")
+            .count(),
+        5,
+        "{log}"
+    );
     assert_eq!(events(&s, "DriftRestoreStopped", "fight-cm").len(), 1);
 }
