@@ -13,6 +13,8 @@
 //! - [`cluster`]: the API server connection: kube client, discovery cache, rate limit.
 //! - [`apply`]: rendered manifests onto a cluster: server-side apply, order, prune, live diff.
 //! - [`release`]: helm-format release records: upgrade --install, uninstall, history.
+//! - [`watch`]: shared metadata-only watches of named objects.
+//! - [`drift`]: what of a release was deleted or changed on the cluster, and restoring it.
 //! - [`cli`]: the command line; each subcommand calls one library function.
 
 pub mod apply;
@@ -20,6 +22,7 @@ pub mod chart;
 pub mod cli;
 pub mod cluster;
 pub mod diff;
+pub mod drift;
 pub mod engine;
 pub mod gocompat;
 pub mod hooks;
@@ -28,4 +31,5 @@ pub mod operator;
 pub mod release;
 pub mod scan;
 pub mod values;
+pub mod watch;
 pub mod yaml;

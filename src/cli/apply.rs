@@ -65,7 +65,7 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 }
 
 impl ClusterArgs {
-    fn options(&self) -> ClusterOptions {
+    pub(super) fn options(&self) -> ClusterOptions {
         ClusterOptions {
             kubeconfig: self.kubeconfig.clone(),
             context: self.context.clone(),

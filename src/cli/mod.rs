@@ -14,6 +14,7 @@ mod apply;
 mod apply_live;
 mod ctl;
 mod diff;
+mod drift;
 mod jq_worker;
 mod limits;
 mod manifests;
@@ -77,6 +78,10 @@ enum Command {
     Manifests(manifests::ManifestsArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completion(manifests::CompletionArgs),
+    /// What of the modules' deployed releases differs on the cluster now
+    /// (deleted objects, changed fields), object by object; exit 1 when
+    /// something does.
+    Drift(drift::DriftArgs),
 }
 
 /// [`Cli`] with `template` as its only subcommand, for command lines that
@@ -354,6 +359,10 @@ fn run_cli() -> i32 {
         Command::Completion(a) => {
             manifests::run_completion(a, <Cli as clap::CommandFactory>::command())
         }
+        Command::Drift(a) => match drift::run_drift(a) {
+            Ok(differs) => i32::from(differs),
+            Err(e) => print_error(&e.to_string()) + 1,
+        },
     }
 }
 

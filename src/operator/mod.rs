@@ -30,6 +30,10 @@
 //!   its snapshot for every hook run; after the initial list, events run
 //!   the hook with an `Event` context, and changed values run its module
 //!   again (a global hook's: converge).
+//! - **Drift** ([`crate::drift`]): after each successful module run, the
+//!   objects of its release are watched (metadata only); one deleted is
+//!   restored alone, one changed is re-applied or reported per the module's
+//!   `driftMode`. Every drift write goes through [`Ctx::drift_writes`].
 //! - **Hook outputs** ([`patch`]): the kubernetes operations every hook
 //!   run writes (`KUBERNETES_PATCH_PATH`) are executed after it.
 //! - **Module directories** are rescanned periodically and on a reload
@@ -190,6 +194,8 @@ pub(crate) struct Ctx {
     metrics: Arc<metrics::Metrics>,
     /// What the loop publishes for the debug API.
     view: Arc<RwLock<debug::View>>,
+    /// The drift task (disabled with `--once`).
+    drift: crate::drift::Handle,
 }
 
 impl Ctx {
@@ -252,6 +258,39 @@ impl Ctx {
             return Ok(());
         }
         patch::execute(&self.cluster, &self.settings.hooks.jq, &batch).await
+    }
+
+    /// The one way drift writes to the cluster (restores, Events): the
+    /// place to gate them on holding the leader lease.
+    /// Drift's writes, allowed only while this replica leads (always
+    /// without leader election).
+    fn drift_writes(&self, leading: Option<watch::Receiver<bool>>) -> crate::drift::Writes {
+        crate::drift::Writes::new(
+            self.cluster.clone(),
+            Arc::new(move || leading.as_ref().is_none_or(|rx| *rx.borrow())),
+        )
+    }
+
+    /// Starts the drift task, which reports into the status.
+    fn start_drift(
+        &mut self,
+        shutdown: &CancellationToken,
+        leading: Option<watch::Receiver<bool>>,
+    ) {
+        let status = self.status.clone();
+        let sink: crate::drift::engine::StatusSink = Arc::new(move |module, d| {
+            let mut st = status.write().unwrap_or_else(|p| p.into_inner());
+            let m = st.modules.entry(module.to_string()).or_default();
+            m.drift = d.cloned();
+        });
+        let metrics = self.status().drift_metrics.clone();
+        self.drift = crate::drift::start(
+            self.drift_writes(leading),
+            metrics,
+            sink,
+            Default::default(),
+            shutdown.child_token(),
+        );
     }
 
     fn status(&self) -> std::sync::RwLockWriteGuard<'_, Status> {
@@ -422,7 +461,7 @@ pub async fn run(
         signals.shutdown.clone(),
     );
     let metrics = Arc::new(metrics::Metrics::new(&settings.metrics_prefix)?);
-    let ctx = Ctx {
+    let mut ctx = Ctx {
         settings,
         cluster,
         session: Arc::new(Mutex::new(session)),
@@ -430,7 +469,11 @@ pub async fn run(
         pool: Arc::new(Pool::for_this_process()),
         metrics: metrics.clone(),
         view: Arc::default(),
+        drift: crate::drift::Handle::disabled(),
     };
+    if !ctx.settings.once {
+        ctx.start_drift(&signals.shutdown, leadership.as_ref().map(|l| l.receiver()));
+    }
     http::start(&ctx, &signals.shutdown).await;
     // addon-operator's live_ticks: every 10 seconds while the process runs.
     let ticks = signals.shutdown.clone();

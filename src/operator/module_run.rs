@@ -29,6 +29,9 @@ pub(crate) struct Ran {
 /// ModuleRun: `onStartup` (first run), `beforeHelm`, values, render,
 /// release, `afterHelm`.
 pub(crate) async fn run(ctx: &Ctx, name: &str) -> Result<Ran, String> {
+    // What this run writes and prunes is not drift; drift resumes after
+    // the next successful run.
+    ctx.drift.suspend(name);
     let ns = ctx.settings.namespace.clone();
     let history = release::history(&ctx.cluster, name, &ns)
         .await
@@ -52,6 +55,11 @@ pub(crate) async fn run(ctx: &Ctx, name: &str) -> Result<Ran, String> {
         .await;
     let (module, values) = prepared.map_err(|e| e.to_string())?;
     ctx.execute_hook_operations().await?;
+    let key = crate::values::values_key(name);
+    let drift = crate::drift::Settings::from_values(values.get(&key), &key)
+        .map_err(|e| format!("module '{name}': {e}"))?;
+    // The manifest the deployed release holds after this run.
+    let mut manifest = None;
 
     let mut ran = Ran {
         revision: None,
@@ -70,13 +78,17 @@ pub(crate) async fn run(ctx: &Ctx, name: &str) -> Result<Ran, String> {
             .await
             .map_err(|e| e.to_string())?;
         let version = match release::unchanged(&history, &ns, &first.rendered, &first.notes) {
-            Some(v) => v,
+            Some(v) => {
+                manifest = Some(first.rendered.manifest_text());
+                v
+            }
             None => {
                 let r = match deployed {
                     Some(_) => render(next).await.map_err(|e| e.to_string())?,
                     None => first,
                 };
                 ran.written = true;
+                manifest = Some(r.rendered.manifest_text());
                 install(ctx, name, r, next).await?
             }
         };
@@ -92,6 +104,22 @@ pub(crate) async fn run(ctx: &Ctx, name: &str) -> Result<Ran, String> {
         .await
         .map_err(|e| e.to_string())?;
     ctx.execute_hook_operations().await?;
+    if ctx.drift.is_enabled() {
+        let objects = match &manifest {
+            Some(m) if drift.mode != crate::drift::Mode::Disabled => {
+                let mut warnings = Vec::new();
+                let objs = crate::drift::tracked_objects(&ctx.cluster, name, &ns, m, &mut warnings)
+                    .await
+                    .map_err(|e| format!("watching the release's objects: {e}"))?;
+                for w in warnings {
+                    tracing::warn!(module = %name, "drift: {w}");
+                }
+                objs
+            }
+            _ => Vec::new(),
+        };
+        ctx.drift.refresh(name, objects, drift);
+    }
     Ok(ran)
 }
 
@@ -163,6 +191,8 @@ pub(crate) async fn delete(
     has_release: bool,
 ) -> Result<(), String> {
     tracing::info!(module = %name, "deleting: disabled or gone");
+    // Its objects are about to go: not drift.
+    ctx.drift.stop(name);
     if in_tree {
         let n = name.to_string();
         ctx.with_session(move |s| {

@@ -1,8 +1,9 @@
 //! What the operator knows of each module and of itself, kept for logs,
 //! metrics, the debug API and the status page: a module's phase, its last
-//! error and how many times in a row it failed, its last deployed revision
-//! and how long its runs take; the hook run queues. Written by the
-//! converge loop and the queues' workers; readers take a snapshot.
+//! error and how many times in a row it failed, its last deployed revision,
+//! how long its runs take and the drift of its released objects; the hook
+//! run queues. Written by the converge loop, the queues' workers and the
+//! drift task; readers take a snapshot.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -48,6 +49,8 @@ pub struct ModuleStatus {
     pub retry_at: Option<SystemTime>,
     /// In `Waiting`: for which modules, and why (`waiting for 'db' (disabled)`).
     pub waiting_for: Option<String>,
+    /// Drift of its released objects (`None`: not watched).
+    pub drift: Option<crate::drift::ModuleDrift>,
 }
 
 impl Default for ModuleStatus {
@@ -63,6 +66,7 @@ impl Default for ModuleStatus {
             last_run_at: None,
             retry_at: None,
             waiting_for: None,
+            drift: None,
         }
     }
 }
@@ -84,6 +88,8 @@ pub struct Status {
     pub config_errors: u64,
     /// The hook run queues, `main` first (addon-operator's `queue list`).
     pub queues: Vec<QueueStatus>,
+    /// Drift counters and restore latencies, updated in place.
+    pub drift_metrics: crate::drift::Metrics,
 }
 
 /// One queue, as addon-operator's `/queue/list` shows it.

@@ -261,7 +261,7 @@ where
     panic!("not within {limit:?}: {what}");
 }
 
-fn writes(s: &fake_apiserver::Stats) -> u64 {
+pub(crate) fn writes(s: &fake_apiserver::Stats) -> u64 {
     s.create + s.update + s.patch + s.delete
 }
 

@@ -13,6 +13,7 @@ mod cli;
 mod cluster_apply;
 mod cluster_bad_input;
 mod cluster_cli;
+mod cluster_drift;
 mod cluster_helm;
 mod cluster_install;
 mod cluster_kps;

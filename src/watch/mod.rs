@@ -1,0 +1,277 @@
+//! Shared metadata-only watches of named objects: one kube-runtime
+//! `watcher` per (resource, namespace) over `PartialObjectMeta`, so the
+//! server sends `metadata` alone (the `as=PartialObjectMetadata` Accept
+//! header) and nothing of an object's content is held here. Subscribers
+//! (drift: one per module) name the objects they care about; a watch starts
+//! with the first name on its (resource, namespace), is shared by every
+//! subscriber asking for the same one, and ends with the last name.
+//!
+//! Events reach one channel: an object's metadata each time it is listed
+//! or changes (resourceVersion, uid, labels, managedFields), its last
+//! metadata when it is deleted, and after every (re)list the names listed,
+//! so what disappeared while a watch was broken is seen too. A kind the
+//! server stops serving (its CRD removed) makes the watch retry with
+//! backoff, reported once, and its next list tells what is gone.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::Arc;
+
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject};
+use kube::core::{ApiResource, ObjectMeta, PartialObjectMeta};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::cluster::{Cluster, error_text};
+
+/// What one watch asks the server: a resource, in a namespace (`None`:
+/// cluster-scoped), with a label selector.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Target {
+    pub api_version: String,
+    pub kind: String,
+    pub plural: String,
+    pub namespace: Option<String>,
+    /// `key=value`, or empty for every object.
+    pub label_selector: String,
+}
+
+impl Target {
+    fn resource(&self) -> ApiResource {
+        let (group, version) = crate::cluster::split_api_version(&self.api_version);
+        let gvk = kube::core::GroupVersionKind::gvk(group, version, &self.kind);
+        ApiResource::from_gvk_with_plural(&gvk, &self.plural)
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{} {} in {ns}", self.api_version, self.plural),
+            None => write!(f, "{} {}", self.api_version, self.plural),
+        }
+    }
+}
+
+/// What a watch saw.
+#[derive(Debug)]
+pub enum Seen {
+    /// A subscribed object as listed, created or changed.
+    Applied(Arc<Target>, ObjectMeta),
+    /// A subscribed object deleted (or no longer matching the selector):
+    /// its last metadata.
+    Deleted(Arc<Target>, ObjectMeta),
+    /// A (re)list ended: the subscribed names it held. Subscribed objects
+    /// not among them are gone.
+    Listed(Arc<Target>, HashSet<String>),
+}
+
+/// A watch in force.
+struct Running {
+    token: CancellationToken,
+    names: watch::Sender<Arc<HashSet<String>>>,
+    /// Names by subscriber.
+    subscribers: BTreeMap<String, BTreeSet<String>>,
+    target: Arc<Target>,
+}
+
+/// The watches in force.
+pub struct Watches {
+    cluster: Cluster,
+    shutdown: CancellationToken,
+    tx: mpsc::UnboundedSender<Seen>,
+    running: BTreeMap<Target, Running>,
+}
+
+impl Watches {
+    /// No watches yet; what they see arrives on the receiver. Every watch
+    /// ends when `shutdown` fires.
+    pub fn new(
+        cluster: Cluster,
+        shutdown: CancellationToken,
+    ) -> (Watches, mpsc::UnboundedReceiver<Seen>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (
+            Watches {
+                cluster,
+                shutdown,
+                tx,
+                running: BTreeMap::new(),
+            },
+            rx,
+        )
+    }
+
+    /// Watches in force.
+    pub fn len(&self) -> usize {
+        self.running.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.running.is_empty()
+    }
+
+    /// The shared target of a running watch (events carry it).
+    pub fn target(&self, t: &Target) -> Option<Arc<Target>> {
+        self.running.get(t).map(|r| r.target.clone())
+    }
+
+    /// Sets the names `subscriber` wants on `target` (empty: none). A new
+    /// target starts a watch; a target left with no names stops it.
+    /// Returns the shared target when the watch runs.
+    pub fn subscribe(
+        &mut self,
+        target: &Target,
+        subscriber: &str,
+        names: BTreeSet<String>,
+    ) -> Option<Arc<Target>> {
+        if !self.running.contains_key(target) {
+            if names.is_empty() {
+                return None;
+            }
+            let shared = Arc::new(target.clone());
+            let token = self.shutdown.child_token();
+            let (names_tx, names_rx) = watch::channel(Arc::new(HashSet::new()));
+            tokio::spawn(run_watch(
+                self.cluster.clone(),
+                shared.clone(),
+                names_rx,
+                self.tx.clone(),
+                token.clone(),
+            ));
+            tracing::debug!(target = %target, "watch started");
+            self.running.insert(
+                target.clone(),
+                Running {
+                    token,
+                    names: names_tx,
+                    subscribers: BTreeMap::new(),
+                    target: shared,
+                },
+            );
+        }
+        let r = self.running.get_mut(target)?;
+        if names.is_empty() {
+            r.subscribers.remove(subscriber);
+        } else {
+            r.subscribers.insert(subscriber.to_string(), names);
+        }
+        if r.subscribers.is_empty() {
+            r.token.cancel();
+            self.running.remove(target);
+            tracing::debug!(target = %target, "watch stopped");
+            return None;
+        }
+        let all: HashSet<String> = r.subscribers.values().flatten().cloned().collect();
+        r.names.send_replace(Arc::new(all));
+        Some(r.target.clone())
+    }
+
+    /// Drops every name of `subscriber` (watches left with none stop).
+    pub fn unsubscribe_all(&mut self, subscriber: &str) {
+        let targets: Vec<Target> = self
+            .running
+            .iter()
+            .filter(|(_, r)| r.subscribers.contains_key(subscriber))
+            .map(|(t, _)| t.clone())
+            .collect();
+        for t in targets {
+            self.subscribe(&t, subscriber, BTreeSet::new());
+        }
+    }
+}
+
+/// One watch: metadata-only, relisting with backoff after errors; only
+/// subscribed names pass.
+async fn run_watch(
+    cluster: Cluster,
+    target: Arc<Target>,
+    names: watch::Receiver<Arc<HashSet<String>>>,
+    tx: mpsc::UnboundedSender<Seen>,
+    token: CancellationToken,
+) {
+    let ar = target.resource();
+    let client = cluster.client().clone();
+    let api: Api<PartialObjectMeta<DynamicObject>> = match &target.namespace {
+        Some(ns) => Api::namespaced_with(client, ns, &ar),
+        None => Api::all_with(client, &ar),
+    };
+    let mut config = watcher::Config::default();
+    if !target.label_selector.is_empty() {
+        config = config.labels(&target.label_selector);
+    }
+    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+    let wanted = |name: &Option<String>| {
+        name.as_ref()
+            .is_some_and(|n| names.borrow().contains(n.as_str()))
+    };
+    let mut listing: Option<HashSet<String>> = None;
+    let mut failing = false;
+    loop {
+        let ev = tokio::select! {
+            _ = token.cancelled() => return,
+            ev = stream.next() => match ev {
+                Some(ev) => ev,
+                None => return,
+            },
+        };
+        let ev = match ev {
+            Ok(ev) => ev,
+            Err(e) => {
+                if !failing {
+                    let why = match &e {
+                        watcher::Error::InitialListFailed(k)
+                        | watcher::Error::WatchStartFailed(k)
+                            if crate::cluster::is_not_found(k) =>
+                        {
+                            "the kind is not served (its CRD removed?)".to_string()
+                        }
+                        watcher::Error::InitialListFailed(k)
+                        | watcher::Error::WatchStartFailed(k)
+                        | watcher::Error::WatchFailed(k) => error_text(k),
+                        e => e.to_string(),
+                    };
+                    tracing::warn!(target = %target, "watch of released objects failing, retrying with backoff: {why}");
+                }
+                failing = true;
+                continue;
+            }
+        };
+        if failing {
+            tracing::info!(target = %target, "watch of released objects working again");
+            failing = false;
+        }
+        let sent = match ev {
+            Event::Init => {
+                listing = Some(HashSet::new());
+                Ok(())
+            }
+            Event::InitApply(o) => {
+                if wanted(&o.metadata.name) {
+                    if let (Some(l), Some(n)) = (listing.as_mut(), o.metadata.name.clone()) {
+                        l.insert(n);
+                    }
+                    tx.send(Seen::Applied(target.clone(), o.metadata))
+                } else {
+                    Ok(())
+                }
+            }
+            Event::InitDone => {
+                let listed = listing.take().unwrap_or_default();
+                tx.send(Seen::Listed(target.clone(), listed))
+            }
+            Event::Apply(o) if wanted(&o.metadata.name) => {
+                tx.send(Seen::Applied(target.clone(), o.metadata))
+            }
+            Event::Delete(o) if wanted(&o.metadata.name) => {
+                tx.send(Seen::Deleted(target.clone(), o.metadata))
+            }
+            Event::Apply(_) | Event::Delete(_) => Ok(()),
+        };
+        if sent.is_err() {
+            return;
+        }
+    }
+}
