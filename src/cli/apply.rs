@@ -65,7 +65,7 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 }
 
 impl ClusterArgs {
-    fn options(&self) -> ClusterOptions {
+    pub(super) fn options(&self) -> ClusterOptions {
         ClusterOptions {
             kubeconfig: self.kubeconfig.clone(),
             context: self.context.clone(),
@@ -209,7 +209,7 @@ pub struct HistoryArgs {
 #[error("{0}")]
 pub struct CmdError(pub String);
 
-fn cerr(e: impl std::fmt::Display) -> CmdError {
+pub(super) fn cerr(e: impl std::fmt::Display) -> CmdError {
     CmdError(e.to_string())
 }
 

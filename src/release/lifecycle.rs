@@ -179,8 +179,7 @@ async fn archive_inner(
     let info = rel.info.get_or_insert_with(Info::default);
     info.status = Status::Uninstalled;
     info.description = format!("Archived by {actor}");
-    rel.labels
-        .insert(LIFECYCLE_LABEL.into(), "archived".into());
+    rel.labels.insert(LIFECYCLE_LABEL.into(), "archived".into());
     rel.labels.insert(
         ARCHIVED_AT_LABEL.into(),
         chrono::Utc::now().timestamp().to_string(),
@@ -252,7 +251,11 @@ async fn restore_inner(
         chart: last.chart.clone().unwrap_or_default(),
         config: last.config.clone().unwrap_or_default(),
         rendered,
-        notes: last.info.as_ref().map(|i| i.notes.clone()).unwrap_or_default(),
+        notes: last
+            .info
+            .as_ref()
+            .map(|i| i.notes.clone())
+            .unwrap_or_default(),
         labels,
         apply: ApplyOptions::new(namespace),
         history_max: super::history_max_from_env(),
@@ -279,7 +282,9 @@ async fn restore_inner(
 }
 
 fn not_found(name: &str, namespace: &str) -> ReleaseError {
-    ReleaseError::Lifecycle(format!("release '{name}' not found in namespace '{namespace}'"))
+    ReleaseError::Lifecycle(format!(
+        "release '{name}' not found in namespace '{namespace}'"
+    ))
 }
 
 /// Labels the store sets on every record itself (not to be copied).
@@ -401,7 +406,10 @@ async fn event<T>(
         Err(e) => (
             format!("{reason}Failed"),
             "Warning",
-            format!("release {name}: {} by {actor} failed: {e}", reason.to_lowercase()),
+            format!(
+                "release {name}: {} by {actor} failed: {e}",
+                reason.to_lowercase()
+            ),
         ),
     };
     let now = Time(k8s_openapi::jiff::Timestamp::now());
@@ -431,7 +439,10 @@ async fn event<T>(
         ..Event::default()
     };
     let api: Api<Event> = Api::namespaced(cluster.client().clone(), namespace);
-    if let Err(e) = cluster.request(api.create(&PostParams::default(), &ev)).await {
+    if let Err(e) = cluster
+        .request(api.create(&PostParams::default(), &ev))
+        .await
+    {
         tracing::warn!(release = %name, "recording the {} event: {}", ev.reason.as_deref().unwrap_or(""), crate::cluster::error_text(&e));
     }
 }
@@ -464,7 +475,10 @@ pub async fn action_log(
         let info = r.info.clone().unwrap_or_default();
         let d = info.description.as_str();
         let (action, by) = match d.split_once(" by ") {
-            Some((what, by)) => (what.split(' ').next().unwrap_or(what).to_lowercase(), by.to_string()),
+            Some((what, by)) => (
+                what.split(' ').next().unwrap_or(what).to_lowercase(),
+                by.to_string(),
+            ),
             None => (
                 d.split(' ').next().unwrap_or("").to_lowercase(),
                 String::new(),
@@ -490,13 +504,14 @@ pub async fn action_log(
         });
     }
     let api: Api<Event> = Api::namespaced(cluster.client().clone(), namespace);
-    let lp = kube::api::ListParams::default().fields(&format!(
-        "involvedObject.name=sh.helm.release.v1.{name}"
-    ));
-    let events = cluster
-        .request(api.list(&lp))
-        .await
-        .map_err(|e| ReleaseError::Failed(format!("listing events: {}", crate::cluster::error_text(&e))))?;
+    let lp = kube::api::ListParams::default()
+        .fields(&format!("involvedObject.name=sh.helm.release.v1.{name}"));
+    let events = cluster.request(api.list(&lp)).await.map_err(|e| {
+        ReleaseError::Failed(format!(
+            "listing events: {}",
+            crate::cluster::error_text(&e)
+        ))
+    })?;
     for e in events.items {
         if e.source.as_ref().and_then(|s| s.component.as_deref()) != Some("antiopa") {
             continue;

@@ -15,6 +15,7 @@ mod cluster_bad_input;
 mod cluster_cli;
 mod cluster_helm;
 mod cluster_kps;
+mod cluster_lifecycle;
 mod cluster_module_deps;
 mod cluster_operator;
 mod cluster_ownership;
