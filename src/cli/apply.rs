@@ -220,7 +220,7 @@ enum HistoryFormat {
 #[error("{0}")]
 pub struct CmdError(pub String);
 
-fn cerr(e: impl std::fmt::Display) -> CmdError {
+pub(super) fn cerr(e: impl std::fmt::Display) -> CmdError {
     CmdError(e.to_string())
 }
 

@@ -16,6 +16,7 @@ mod ctl;
 mod diff;
 mod drift;
 mod jq_worker;
+mod lifecycle;
 mod limits;
 mod manifests;
 mod module;
@@ -65,6 +66,15 @@ enum Command {
     Uninstall(apply::UninstallArgs),
     /// Show a release's revisions.
     History(apply::HistoryArgs),
+    /// Archive a release: its workloads deleted, its PersistentVolumeClaims
+    /// and history kept (Octopod's archive).
+    Archive(lifecycle::LifecycleArgs),
+    /// Restore an archived release: its last chart, values and manifest
+    /// applied again as a new revision.
+    Restore(lifecycle::LifecycleArgs),
+    /// Clean up an archived release (its claims and history deleted), or
+    /// with --expired every archive older than the retention.
+    Cleanup(lifecycle::CleanupArgs),
     /// Run the operator: converge the modules tree into the cluster and
     /// keep it converged (addon-operator's environment and ConfigMap).
     Run(run::RunArgs),
@@ -351,6 +361,9 @@ fn run_cli() -> i32 {
         Command::Diff(a) => diff::run_diff(a),
         Command::Apply(a) => exit_code(apply::run_apply(a)),
         Command::Uninstall(a) => exit_code(apply::run_uninstall(a)),
+        Command::Archive(a) => exit_code(lifecycle::run_archive(a)),
+        Command::Restore(a) => exit_code(lifecycle::run_restore(a)),
+        Command::Cleanup(a) => exit_code(lifecycle::run_cleanup(a)),
         Command::History(a) => exit_code(apply::run_history(a)),
         Command::Run(a) => run::run_operator(a),
         Command::Queue(c) => ctl::run_queue(c),

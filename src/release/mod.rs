@@ -28,6 +28,7 @@
 //! apply, and are recorded with their last run in the release.
 
 pub mod codec;
+pub mod lifecycle;
 pub mod store;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -76,6 +77,9 @@ pub enum ReleaseError {
     NotFound(String),
     #[error("{0}")]
     Failed(String),
+    /// An archive, restore or cleanup that does not apply to the release's state.
+    #[error("{0}")]
+    Lifecycle(String),
     /// The history changed between the render and the write.
     #[error(
         "release {name:?} changed while its chart was rendered: revision {expected} was rendered, but the next revision is now {found}; run again"

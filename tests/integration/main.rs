@@ -18,6 +18,7 @@ mod cluster_helm;
 mod cluster_install;
 mod cluster_kps;
 mod cluster_leader;
+mod cluster_lifecycle;
 mod cluster_module_deps;
 mod cluster_operator;
 mod cluster_operator_api;
