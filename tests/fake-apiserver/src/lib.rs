@@ -5,7 +5,8 @@
 //! antiopa's applier depends on the server:
 //!
 //! - routing and discovery (`/api`, `/apis`, `/api/v1`, `/apis/{g}/{v}`, `/version`) driven by one
-//!   resource table ([`resources`]), with CRDs adding their served versions (Established at once);
+//!   resource table ([`resources`]), with CRDs adding their served versions (Established at once) and taking them away
+//!   when deleted (their objects deleted with DELETED events first, their watches ended);
 //!   `/openapi/v3` lists every group version with its PATCH operations' `fieldValidation`
 //!   parameter, so kubectl and helm leave validation to the server as with a real 1.32 server
 //!   ([`openapi`]; no schemas, `/openapi/v2` answers 404);
@@ -13,7 +14,8 @@
 //!   counter; a write that changes nothing bumps nothing and emits no event;
 //! - LIST with label and field selectors, WATCH from a resourceVersion (410 Expired below the
 //!   retained log, see [`FakeApiServer::compact`]), selector transitions, `timeoutSeconds` (capped
-//!   by [`FakeApiServer::set_watch_timeout`]) and a closing BOOKMARK when bookmarks are allowed;
+//!   by [`FakeApiServer::set_watch_timeout`]) and periodic and closing BOOKMARKs when bookmarks
+//!   are allowed;
 //!   `as=PartialObjectMetadata` responses for kube's `*_metadata` calls;
 //! - the `/status` subresource (main-resource writes keep status; `generation` follows spec) and
 //!   `/scale` for Deployments, StatefulSets and ReplicaSets (`kubectl scale`, the HPA), plus the
@@ -38,6 +40,13 @@
 //! for real `kubectl`/`helm`. [`FakeApiServer::stats`] counts requests per verb;
 //! [`FakeApiServer::inject`] fails, delays, or deletes-before the next matching requests. Setting
 //! `FAKE_APISERVER_LOG` logs each request's method, URI and media types to stderr.
+//!
+//! Watch faults: [`FakeApiServer::kill_watches`] breaks every open watch connection abruptly,
+//! [`FakeApiServer::freeze_watches`] keeps them open but silent; over HTTP the same are
+//! `POST /fake-admin/watches/kill` and `POST /fake-admin/watches/freeze` (answering
+//! `{"watches": N}`, the number open). Bookmark-enabled watches get a BOOKMARK every
+//! [`FakeApiServer::set_bookmark_interval`] (one minute by default); a deleted CRD ends the
+//! watches of its kinds.
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -334,6 +343,42 @@ impl FakeApiServer {
     /// the client's `timeoutSeconds`.
     pub fn set_watch_timeout(&self, d: Option<Duration>) {
         lock(&self.shared).watch_cap = d;
+    }
+
+    /// Breaks every open watch connection abruptly, as a network failure or a restarted
+    /// apiserver would: the response body ends with an error (over HTTP, the connection is
+    /// dropped without the final chunk). Clients must watch again; new watches work.
+    /// Returns how many watches were open.
+    pub fn kill_watches(&self) -> usize {
+        self.control_watches(server::WatchControl::Kill)
+    }
+
+    /// Freezes every open watch connection: it stays open but nothing more is sent on it, not
+    /// even bookmarks, as a half-dead connection behind a NAT or a stuck apiserver. Only a
+    /// client-side liveness deadline gets the client out. New watches work. Returns how many
+    /// watches were open.
+    pub fn freeze_watches(&self) -> usize {
+        self.control_watches(server::WatchControl::Freeze)
+    }
+
+    fn control_watches(&self, c: server::WatchControl) -> usize {
+        let st = lock(&self.shared);
+        let _ = st.watch_ctl.send(c);
+        st.open_watches.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Watch streams open now (frozen ones included until their client closes them).
+    pub fn open_watches(&self) -> usize {
+        lock(&self.shared)
+            .open_watches
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// How often watches that allow bookmarks (`allowWatchBookmarks=true`) get a BOOKMARK
+    /// (default one minute, as the watch cache); applies to watches opened afterwards.
+    pub fn set_bookmark_interval(&self, d: Duration) {
+        // A zero period would make no sense (and tokio's interval refuses it).
+        lock(&self.shared).bookmark_interval = d.max(Duration::from_millis(1));
     }
 
     /// Jobs (and run-to-completion Pods) complete as soon as they are written, standing in for

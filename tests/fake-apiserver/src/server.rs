@@ -8,7 +8,6 @@
 #![allow(clippy::result_large_err)]
 
 use std::collections::{BTreeMap, VecDeque};
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -28,8 +27,30 @@ use crate::selector::{FieldSelector, LabelSelector};
 use crate::ssa::{self, ApplyError, Manager, Schema};
 use crate::{Fault, FaultAction, Stats};
 
-/// The body of every response (whole JSON, or a watch stream).
-pub type ResponseBody = UnsyncBoxBody<Bytes, Infallible>;
+/// The body of every response (whole JSON, or a watch stream). A watch stream killed by
+/// [`WatchControl::Kill`] ends with an error, so hyper drops the connection mid-body, as a
+/// broken network or a crashed apiserver would.
+pub type ResponseBody = UnsyncBoxBody<Bytes, BodyError>;
+
+/// Why a response body broke off.
+pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
+
+/// How often open watches that allow bookmarks get one by default (the watch cache's
+/// `bookmarkFrequency`).
+pub const BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
+
+/// What tests do to the watches open at the time ([`crate::FakeApiServer::kill_watches`], …).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchControl {
+    /// Break every open watch connection abruptly (the body ends with an error: no final
+    /// chunk, the TCP connection is dropped).
+    Kill,
+    /// Keep every open watch connection open but send nothing more, bookmarks included.
+    Freeze,
+    /// The resource stopped being served (its CRD was deleted): its watches end, as the real
+    /// apiserver ends them when it tears down a custom resource's storage.
+    Unserve(StoreKey),
+}
 
 /// The Secret size limit (`corevalidation.MaxSecretSize`).
 pub const MAX_SECRET_SIZE: usize = 1024 * 1024;
@@ -62,6 +83,12 @@ pub struct State {
     pub stats: Stats,
     pub faults: Vec<Fault>,
     pub watch_cap: Option<Duration>,
+    /// How often watches that allow bookmarks get one.
+    pub bookmark_interval: Duration,
+    /// Tells the open watches to break, freeze or end.
+    pub watch_ctl: broadcast::Sender<WatchControl>,
+    /// Watch streams open now.
+    pub open_watches: Arc<std::sync::atomic::AtomicUsize>,
     /// What the absent controllers would do, when a test asks for it.
     pub controllers: Controllers,
 }
@@ -98,6 +125,9 @@ impl State {
             stats: Stats::default(),
             faults: Vec::new(),
             watch_cap: None,
+            bookmark_interval: BOOKMARK_INTERVAL,
+            watch_ctl: broadcast::channel(16).0,
+            open_watches: Arc::default(),
             controllers: Controllers::default(),
         };
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
@@ -280,6 +310,9 @@ impl State {
                     self.remove(r, &ons, &oname);
                 }
                 self.objects.remove(&r.key());
+            }
+            for r in &gone {
+                let _ = self.watch_ctl.send(WatchControl::Unserve(r.key()));
             }
             self.resources
                 .retain(|r| !(r.crd.is_some() && r.crd == crd));
@@ -667,13 +700,18 @@ fn details(res: &Resource, name: &str) -> Value {
     d
 }
 
+/// A whole body.
+pub fn full(b: Bytes) -> ResponseBody {
+    Full::new(b).map_err(|never| match never {}).boxed_unsync()
+}
+
 pub fn json_response(code: u16, v: &Value) -> Response<ResponseBody> {
     let body = serde_json::to_vec(v).unwrap_or_default();
     Response::builder()
         .status(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
         .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(body)).boxed_unsync())
-        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed_unsync()))
+        .body(full(Bytes::from(body)))
+        .unwrap_or_else(|_| Response::new(full(Bytes::new())))
 }
 
 pub fn status_value(code: u16, reason: &str, message: &str, details: Option<Value>) -> Value {
@@ -1464,8 +1502,20 @@ pub async fn handle(shared: Shared, req: Request<Bytes>) -> Response<ResponseBod
         if matches!(segs.as_slice(), ["healthz" | "readyz" | "livez"]) {
             return Response::builder()
                 .header("content-type", "text/plain")
-                .body(Full::new(Bytes::from_static(b"ok")).boxed_unsync())
-                .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed_unsync()));
+                .body(full(Bytes::from_static(b"ok")))
+                .unwrap_or_else(|_| Response::new(full(Bytes::new())));
+        }
+        if parts.method == Method::POST
+            && let ["fake-admin", "watches", what @ ("kill" | "freeze")] = segs.as_slice()
+        {
+            let c = if *what == "kill" {
+                WatchControl::Kill
+            } else {
+                WatchControl::Freeze
+            };
+            let _ = st.watch_ctl.send(c);
+            let n = st.open_watches.load(std::sync::atomic::Ordering::SeqCst);
+            return json_response(200, &json!({ "watches": n }));
         }
         if parts.method == Method::GET && segs.starts_with(&["openapi", "v3"]) {
             st.stats.discovery += 1;
@@ -1955,6 +2005,9 @@ fn watch(
     let floor = st.floor;
     let bookmarks = q.get("allowWatchBookmarks").is_some_and(|b| b == "true");
     let mut rx = st.tx.subscribe();
+    let mut ctl = st.watch_ctl.subscribe();
+    let bookmark_every = st.bookmark_interval;
+    let open = OpenWatch::new(&st.open_watches);
     let timeout = q
         .get("timeoutSeconds")
         .and_then(|t| t.parse::<u64>().ok())
@@ -1963,15 +2016,16 @@ fn watch(
     let timeout = st.watch_cap.map_or(timeout, |c| c.min(timeout));
     drop(st);
 
-    let (tx, out_rx) = mpsc::channel::<Bytes>(64);
+    let (tx, out_rx) = mpsc::channel::<Result<Bytes, BodyError>>(64);
     let key = res.key();
     let res = res.clone();
     let ns = ns.to_string();
     tokio::spawn(async move {
+        let _open = open;
         let line = |v: Value| {
             let mut b = serde_json::to_vec(&v).unwrap_or_default();
             b.push(b'\n');
-            Bytes::from(b)
+            Ok(Bytes::from(b))
         };
         if expired {
             let err = status_value(
@@ -1997,8 +2051,20 @@ fn watch(
                 && ls.matches(o)
                 && fs.matches(o)
         };
+        let bookmark = |rv: u64| {
+            line(json!({"type": "BOOKMARK", "object": {
+                "kind": res.kind, "apiVersion": res.api_version(),
+                "metadata": {"resourceVersion": rv.to_string()},
+            }}))
+        };
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
+        // The watch cache sends each bookmark-enabled watch a BOOKMARK about every minute, so
+        // clients can tell a quiet watch from a dead one.
+        let mut marks = tokio::time::interval_at(
+            tokio::time::Instant::now() + bookmark_every,
+            bookmark_every,
+        );
         let mut last_rv = since;
         loop {
             tokio::select! {
@@ -2007,15 +2073,32 @@ fn watch(
                     // the newest resourceVersion this watch has covered, so the client resumes
                     // from there instead of an older, possibly compacted, version.
                     if bookmarks {
-                        let mark = json!({"type": "BOOKMARK", "object": {
-                            "kind": res.kind, "apiVersion": res.api_version(),
-                            "metadata": {"resourceVersion": last_rv.to_string()},
-                        }});
-                        let _ = tx.send(line(mark)).await;
+                        let _ = tx.send(bookmark(last_rv)).await;
                     }
                     return;
                 }
+                _ = marks.tick(), if bookmarks => {
+                    if tx.send(bookmark(last_rv)).await.is_err() {
+                        return;
+                    }
+                }
                 _ = tx.closed() => return,
+                c = ctl.recv() => match c {
+                    Ok(WatchControl::Kill) => {
+                        let _ = tx
+                            .send(Err("watch connection killed by the test".into()))
+                            .await;
+                        return;
+                    }
+                    Ok(WatchControl::Freeze) => {
+                        // Silent until the client gives up and closes the connection.
+                        drop(rx);
+                        tx.closed().await;
+                        return;
+                    }
+                    Ok(WatchControl::Unserve(k)) if k == key => return,
+                    _ => {}
+                },
                 ev = rx.recv() => match ev {
                     Ok(ev) => {
                         if ev.rv <= since {
@@ -2038,15 +2121,29 @@ fn watch(
         }
     });
     let stream = futures_util::stream::unfold(out_rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|b| (Ok::<_, Infallible>(Frame::data(b)), rx))
+        rx.recv().await.map(|b| (b.map(Frame::data), rx))
     });
     Response::builder()
         .status(200)
         .header("content-type", "application/json")
         .body(StreamBody::new(stream).boxed_unsync())
-        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed_unsync()))
+        .unwrap_or_else(|_| Response::new(full(Bytes::new())))
+}
+
+/// Counts a watch stream as open while it lives.
+struct OpenWatch(Arc<std::sync::atomic::AtomicUsize>);
+
+impl OpenWatch {
+    fn new(n: &Arc<std::sync::atomic::AtomicUsize>) -> OpenWatch {
+        n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        OpenWatch(n.clone())
+    }
+}
+
+impl Drop for OpenWatch {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// Selector transitions of the watch cache: a MODIFIED object that starts matching is ADDED, one
