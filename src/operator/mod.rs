@@ -62,7 +62,8 @@ use crate::hooks::{BindingType, RunOptions};
 use crate::module::{ModuleError, ModulesSettings, OfflineConfig, Session};
 use crate::release;
 use configmap::ConfigSource;
-pub use state::{ModuleStatus, Phase, Status};
+pub use kube_events::WatchOptions;
+pub use state::{ModuleStatus, Phase, Status, WatchHealth, WatchState};
 
 /// How long a converge waits for new kubernetes bindings' initial lists
 /// before their hooks run with what is listed so far.
@@ -100,6 +101,9 @@ pub struct Settings {
     pub lock_timeout: Duration,
     /// How long module runs under way may take to finish after shutdown.
     pub shutdown_grace: Duration,
+    /// How watches of kubernetes bindings tell a dead connection from a
+    /// quiet one.
+    pub watch: WatchOptions,
 }
 
 impl Settings {
@@ -118,6 +122,7 @@ impl Settings {
             chart_hook_timeout: Duration::from_secs(20 * 60),
             lock_timeout: Duration::from_secs(600),
             shutdown_grace: Duration::from_secs(30),
+            watch: WatchOptions::default(),
         }
     }
 }
@@ -279,6 +284,7 @@ pub async fn run(
         &settings.config_map,
         signals.shutdown.clone(),
     );
+    let kube = kube_events::KubeWatches::new(status.clone(), settings.watch);
     let mut op = Operator {
         ctx: Ctx {
             settings,
@@ -296,7 +302,7 @@ pub async fn run(
         fingerprint,
         failures: Vec::new(),
         schedules: schedule::Schedules::default(),
-        kube: kube_events::KubeWatches::default(),
+        kube,
     };
     op.set_live_snapshots();
     op.run().await

@@ -42,7 +42,8 @@
 //! `FAKE_APISERVER_LOG` logs each request's method, URI and media types to stderr.
 //!
 //! Watch faults: [`FakeApiServer::kill_watches`] breaks every open watch connection abruptly,
-//! [`FakeApiServer::freeze_watches`] keeps them open but silent; over HTTP the same are
+//! [`FakeApiServer::freeze_watches`] keeps them open but silent, [`FakeApiServer::expire_watches`]
+//! compacts and ends them with `410 Expired`; over HTTP the same are
 //! `POST /fake-admin/watches/kill` and `POST /fake-admin/watches/freeze` (answering
 //! `{"watches": N}`, the number open). Bookmark-enabled watches get a BOOKMARK every
 //! [`FakeApiServer::set_bookmark_interval`] (one minute by default); a deleted CRD ends the
@@ -359,6 +360,14 @@ impl FakeApiServer {
     /// watches were open.
     pub fn freeze_watches(&self) -> usize {
         self.control_watches(server::WatchControl::Freeze)
+    }
+
+    /// Forgets the watch event log ([`FakeApiServer::compact`]) and ends every open watch with
+    /// an `ERROR` event `410 Expired` (frozen ones too), as the watch cache does to watchers it
+    /// drops: clients must list again. Returns how many watches were open.
+    pub fn expire_watches(&self) -> usize {
+        self.compact();
+        self.control_watches(server::WatchControl::Expire)
     }
 
     fn control_watches(&self, c: server::WatchControl) -> usize {

@@ -45,8 +45,12 @@ pub enum WatchControl {
     /// Break every open watch connection abruptly (the body ends with an error: no final
     /// chunk, the TCP connection is dropped).
     Kill,
-    /// Keep every open watch connection open but send nothing more, bookmarks included.
+    /// Keep every open watch connection open but send nothing more, bookmarks included (a
+    /// frozen watch still obeys `Kill` and `Expire`).
     Freeze,
+    /// End every open watch with an `ERROR` event `410 Expired`, as the watch cache does to a
+    /// watcher it dropped; the client must list again.
+    Expire,
     /// The resource stopped being served (its CRD was deleted): its watches end, as the real
     /// apiserver ends them when it tears down a custom resource's storage.
     Unserve(StoreKey),
@@ -2084,17 +2088,22 @@ fn watch(
                 }
                 _ = tx.closed() => return,
                 c = ctl.recv() => match c {
-                    Ok(WatchControl::Kill) => {
-                        let _ = tx
-                            .send(Err("watch connection killed by the test".into()))
-                            .await;
-                        return;
-                    }
+                    Ok(WatchControl::Kill) => return kill(&tx).await,
+                    Ok(WatchControl::Expire) => return expire(&tx, last_rv).await,
                     Ok(WatchControl::Freeze) => {
                         // Silent until the client gives up and closes the connection.
                         drop(rx);
-                        tx.closed().await;
-                        return;
+                        loop {
+                            tokio::select! {
+                                _ = tx.closed() => return,
+                                c = ctl.recv() => match c {
+                                    Ok(WatchControl::Kill) => return kill(&tx).await,
+                                    Ok(WatchControl::Expire) => return expire(&tx, last_rv).await,
+                                    Err(broadcast::error::RecvError::Closed) => return,
+                                    _ => {}
+                                },
+                            }
+                        }
                     }
                     Ok(WatchControl::Unserve(k)) if k == key => return,
                     _ => {}
@@ -2128,6 +2137,26 @@ fn watch(
         .header("content-type", "application/json")
         .body(StreamBody::new(stream).boxed_unsync())
         .unwrap_or_else(|_| Response::new(full(Bytes::new())))
+}
+
+/// Breaks a watch stream: its body ends with an error.
+async fn kill(tx: &mpsc::Sender<Result<Bytes, BodyError>>) {
+    let _ = tx
+        .send(Err("watch connection killed by the test".into()))
+        .await;
+}
+
+/// Ends a watch stream with `ERROR 410 Expired`.
+async fn expire(tx: &mpsc::Sender<Result<Bytes, BodyError>>, rv: u64) {
+    let err = status_value(
+        410,
+        "Expired",
+        &format!("The resourceVersion for the provided watch is too old: {rv}"),
+        None,
+    );
+    let mut b = serde_json::to_vec(&json!({"type": "ERROR", "object": err})).unwrap_or_default();
+    b.push(b'\n');
+    let _ = tx.send(Ok(Bytes::from(b))).await;
 }
 
 /// Counts a watch stream as open while it lives.
