@@ -445,7 +445,8 @@ impl Health {
             restarts: 0,
             last_error: None,
         });
-        st.watches.sort_by(|a, b| a.key.cmp(&b.key).then(a.id.cmp(&b.id)));
+        st.watches
+            .sort_by(|a, b| a.key.cmp(&b.key).then(a.id.cmp(&b.id)));
         Health {
             status: status.clone(),
             id,
@@ -678,10 +679,6 @@ impl WatchTask {
                                     self.health.relisted();
                                 }
                                 listed_once = true;
-                                self.health.update(|w| {
-                                    w.state = WatchState::Synced;
-                                    w.last_error = None;
-                                });
                                 v
                             }
                             Err(e) if crate::cluster::is_not_found(&e) => {
@@ -710,7 +707,9 @@ impl WatchTask {
                         continue 'kind;
                     }
                     Err(e) if crate::cluster::api_status(&e) == Some(410) => {
-                        tracing::info!("kubernetes bindings: {watching}: resourceVersion {from} too old (410 Expired): listing again");
+                        tracing::info!(
+                            "kubernetes bindings: {watching}: resourceVersion {from} too old (410 Expired): listing again"
+                        );
                         continue;
                     }
                     Err(e) => {
@@ -753,7 +752,9 @@ impl WatchTask {
                                 at_once: !delivered && opened.elapsed() < Duration::from_secs(1),
                             };
                         }
-                        Some(Err(e)) => break Stopped::Broken(format!("the connection broke: {e}")),
+                        Some(Err(e)) => {
+                            break Stopped::Broken(format!("the connection broke: {e}"));
+                        }
                         Some(Ok(ev)) => ev,
                     };
                     if !delivered {
@@ -795,7 +796,9 @@ impl WatchTask {
                 match stopped {
                     Stopped::Joined => {}
                     Stopped::Ended { at_once: false } => {
-                        tracing::debug!("kubernetes bindings: {watching}: the server ended the watch; watching on from {at}");
+                        tracing::debug!(
+                            "kubernetes bindings: {watching}: the server ended the watch; watching on from {at}"
+                        );
                         rv = Some(at);
                     }
                     Stopped::Silent if !bookmarks_seen => {
@@ -808,7 +811,9 @@ impl WatchTask {
                         rv = Some(at);
                     }
                     Stopped::Expired => {
-                        tracing::info!("kubernetes bindings: {watching}: resourceVersion too old (410 Expired): listing again");
+                        tracing::info!(
+                            "kubernetes bindings: {watching}: resourceVersion too old (410 Expired): listing again"
+                        );
                     }
                     Stopped::Gone => {
                         self.kind_gone(&what, &mut states);
@@ -878,7 +883,9 @@ impl WatchTask {
                     let text = crate::cluster::error_text(&e);
                     // Logged when it changes, not on every attempt.
                     if failing.as_deref() != Some(text.as_str()) {
-                        tracing::warn!("kubernetes bindings: resolving {what}: {text}; asking again");
+                        tracing::warn!(
+                            "kubernetes bindings: resolving {what}: {text}; asking again"
+                        );
                         self.health
                             .update(|w| w.last_error = Some(format!("resolving the kind: {text}")));
                         failing = Some(text);
@@ -967,7 +974,8 @@ impl WatchTask {
         resource: &ApiResource,
         states: &mut [SubState],
     ) -> Result<String, kube::Error> {
-        let mut fresh: Vec<BTreeMap<ObjKey, Kept>> = states.iter().map(|_| BTreeMap::new()).collect();
+        let mut fresh: Vec<BTreeMap<ObjKey, Kept>> =
+            states.iter().map(|_| BTreeMap::new()).collect();
         let mut lp = lp.clone();
         let mut rv: Option<String> = None;
         loop {
@@ -988,11 +996,16 @@ impl WatchTask {
                 _ => break,
             }
         }
+        let n = fresh.iter().map(BTreeMap::len).max().unwrap_or(0);
+        // Before the bindings hear of it: who waits for them sees it.
+        // `last_error` stays: why it last stopped.
+        self.health.update(|w| {
+            w.state = WatchState::Synced;
+            w.objects = n;
+        });
         for (st, map) in states.iter_mut().zip(fresh) {
             st.listed(&self.shared, map);
         }
-        let n = states.iter().map(|s| s.kept.len()).max().unwrap_or(0);
-        self.health.update(|w| w.objects = n);
         Ok(rv.unwrap_or_default())
     }
 
@@ -1127,15 +1140,15 @@ impl SubState {
         full.keep_full_objects_in_memory = true;
         // The jqFilter may run in the jq worker process: a blocking call,
         // so this runtime thread hands its other tasks over meanwhile.
-        let item = match tokio::task::block_in_place(|| {
-            SnapshotObject::new(&full, value.clone(), &sh.jq)
-        }) {
-            Ok(i) => i,
-            Err(e) => {
-                tracing::error!("{}: {e}", who(&self.sub.binding));
-                return None;
-            }
-        };
+        let item =
+            match tokio::task::block_in_place(|| SnapshotObject::new(&full, value.clone(), &sh.jq))
+            {
+                Ok(i) => i,
+                Err(e) => {
+                    tracing::error!("{}: {e}", who(&self.sub.binding));
+                    return None;
+                }
+            };
         let checksum = match &b.jq_filter {
             Some(_) => checksum(item.filter_result.as_deref()),
             None => checksum(item.object.as_deref()),
@@ -1367,6 +1380,148 @@ mod tests {
             ))
         );
         assert_eq!(found("NoSuchKind").await, None);
+    }
+
+    /// A global hook's kubernetes binding from its `--config` JSON.
+    fn binding(json: &str) -> KubeBindingRef {
+        let c = crate::hooks::config::parse_config(
+            "h.sh",
+            crate::hooks::HookKind::Global,
+            &format!(r#"{{"configVersion":"v1","kubernetes":[{json}]}}"#),
+        )
+        .unwrap();
+        KubeBindingRef {
+            module: None,
+            hook: "h.sh".into(),
+            binding: c.kubernetes[0].clone(),
+        }
+    }
+
+    fn watch_health(status: &Arc<RwLock<Status>>) -> Vec<WatchHealth> {
+        status.read().unwrap().watches.clone()
+    }
+
+    async fn until(what: &str, mut f: impl FnMut() -> bool) {
+        for _ in 0..200 {
+            if f() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("not within 10s: {what}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn watch_health_shows_restarts_relists_and_kinds_waited_for_against_fake_apiserver() {
+        let fake = fake_apiserver::FakeApiServer::new();
+        fake.set_bookmark_interval(Duration::from_millis(200));
+        let cluster = Cluster::from_client(
+            fake.client(),
+            crate::cluster::RateLimit { qps: 0.0, burst: 1 },
+        );
+        let status = Arc::new(RwLock::new(Status::default()));
+        let mut kw = KubeWatches::new(
+            status.clone(),
+            WatchOptions {
+                liveness: Duration::from_secs(1),
+            },
+        );
+        let shutdown = CancellationToken::new();
+        let jq = JqRunner::default();
+        let started = kw.set(
+            vec![
+                binding(r#"{"name":"cms","apiVersion":"v1","kind":"ConfigMap"}"#),
+                binding(r#"{"name":"ws","apiVersion":"example.com/v1","kind":"Widget"}"#),
+            ],
+            &cluster,
+            &jq,
+            &shutdown,
+        );
+        // The missing kind does not hold the converge up.
+        let late = kw.wait_synced(&started, Duration::from_secs(10)).await;
+        assert!(late.is_empty(), "{late:?}");
+        let h = watch_health(&status);
+        assert_eq!(h.len(), 2);
+        let cms = h.iter().find(|w| w.kind.contains("ConfigMap")).unwrap();
+        assert_eq!(cms.state, WatchState::Synced);
+        assert_eq!(cms.bindings, ["h.sh: cms"]);
+        assert_eq!((cms.relists, cms.restarts), (0, 0));
+        let ws = h.iter().find(|w| w.kind.contains("Widget")).unwrap();
+        assert_eq!(ws.state, WatchState::WaitingForKind);
+        assert!(
+            ws.last_error
+                .as_deref()
+                .unwrap()
+                .contains("waiting for kind"),
+            "{ws:?}"
+        );
+        // Bookmarks keep a quiet watch alive past the liveness deadline.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let cms = |s: &Arc<RwLock<Status>>| {
+            watch_health(s)
+                .into_iter()
+                .find(|w| w.kind.contains("ConfigMap"))
+                .unwrap()
+        };
+        assert_eq!(cms(&status).restarts, 0, "{:?}", cms(&status));
+
+        // Killed: one restart, one relist, synced again.
+        fake.kill_watches();
+        until("a restart and a relist", || {
+            let w = cms(&status);
+            w.restarts == 1 && w.relists == 1 && w.state == WatchState::Synced
+        })
+        .await;
+        let st = status.read().unwrap().clone();
+        assert_eq!(st.watch_restarts_total, 1);
+        assert!(st.watch_relists_total >= 1);
+        assert_eq!(st.watches_dead, 0);
+        assert!(
+            cms(&status)
+                .last_error
+                .unwrap()
+                .contains("connection broke")
+        );
+
+        // Frozen: restarted at the liveness deadline.
+        fake.freeze_watches();
+        until("a restart after silence", || cms(&status).restarts == 2).await;
+        assert!(
+            cms(&status)
+                .last_error
+                .unwrap()
+                .contains("no event nor bookmark"),
+        );
+
+        // The CRD installed: the waiting watch starts.
+        let crds: Api<DynamicObject> = Api::all_with(
+            fake.client(),
+            &ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+                "customresourcedefinitions",
+            ),
+        );
+        let crd: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                "versions": [{"name": "v1", "served": true, "storage": true}]},
+        }))
+        .unwrap();
+        crds.create(&Default::default(), &crd).await.unwrap();
+        until("the widget watch synced", || {
+            watch_health(&status)
+                .iter()
+                .any(|w| w.kind == "example.com/v1 Widget" && w.state == WatchState::Synced)
+        })
+        .await;
+
+        // Stopped: the entries go.
+        kw.clear();
+        until("entries removed", || watch_health(&status).is_empty()).await;
+        shutdown.cancel();
     }
 
     #[test]

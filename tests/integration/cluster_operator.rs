@@ -16,7 +16,7 @@ use crate::cluster_support::*;
 use antiopa::cluster::{Cluster, ClusterOptions};
 use antiopa::release::{self, Release, Status};
 
-const NS: &str = "addons";
+pub(crate) const NS: &str = "addons";
 
 /// A modules tree: `alpha` (order 10), `beta` and `gamma` (order 20),
 /// `broken` (its beforeHelm hook always fails), `off` (its `enabled`
@@ -82,20 +82,20 @@ fn tree(dir: &Path) -> (PathBuf, PathBuf) {
     (modules, global)
 }
 
-fn executable(path: &Path, text: &str) {
+pub(crate) fn executable(path: &Path, text: &str) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::write(path, text).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// A running `antiopa run`, killed when dropped; its log goes to a file.
-struct Operator {
+pub(crate) struct Operator {
     child: Child,
     log: PathBuf,
 }
 
 impl Operator {
-    fn start(
+    pub(crate) fn start(
         kubeconfig: &Path,
         modules: &Path,
         global: &Path,
@@ -136,7 +136,7 @@ impl Operator {
         (st, op.log())
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
@@ -164,7 +164,7 @@ impl Drop for Operator {
     }
 }
 
-async fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
+pub(crate) async fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
     let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     all.push(format!("--kubeconfig={}", kubeconfig.display()));
     let out =
@@ -242,7 +242,7 @@ async fn deployed(c: &Cluster, names: &[&str]) -> Vec<(String, Option<i64>)> {
 }
 
 /// Polls `check` every 100 ms until it holds, at most `limit`.
-async fn eventually<F, Fut>(limit: Duration, what: &str, mut check: F)
+pub(crate) async fn eventually<F, Fut>(limit: Duration, what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,

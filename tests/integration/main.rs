@@ -17,6 +17,7 @@ mod cluster_helm;
 mod cluster_kps;
 mod cluster_operator;
 mod cluster_ownership;
+mod cluster_watch_health;
 mod compat;
 mod corpus;
 mod diff;

@@ -2065,10 +2065,8 @@ fn watch(
         tokio::pin!(deadline);
         // The watch cache sends each bookmark-enabled watch a BOOKMARK about every minute, so
         // clients can tell a quiet watch from a dead one.
-        let mut marks = tokio::time::interval_at(
-            tokio::time::Instant::now() + bookmark_every,
-            bookmark_every,
-        );
+        let mut marks =
+            tokio::time::interval_at(tokio::time::Instant::now() + bookmark_every, bookmark_every);
         let mut last_rv = since;
         loop {
             tokio::select! {
