@@ -580,8 +580,8 @@ impl SubState {
 enum Stopped {
     /// A binding joined: it needs its own initial list.
     Joined,
-    /// The server ended it (its timeout).
-    Ended { at_once: bool },
+    /// The server ended it at its timeout.
+    Ended,
     /// Nothing for longer than the liveness deadline.
     Silent,
     /// The connection broke or the server sent an error.
@@ -747,11 +747,18 @@ impl WatchTask {
                     };
                     last = Instant::now();
                     let ev = match ev {
-                        None => {
-                            break Stopped::Ended {
-                                at_once: !delivered && opened.elapsed() < Duration::from_secs(1),
-                            };
+                        // kube-client reads a connection cut mid-stream
+                        // (no final chunk) as the stream's end: an end
+                        // before the watch's timeout is a broken one.
+                        None if opened.elapsed() + Duration::from_secs(5)
+                            < Duration::from_secs(WATCH_TIMEOUT_SECS.into()) =>
+                        {
+                            break Stopped::Broken(format!(
+                                "the connection ended after {:.1}s, before the watch's {WATCH_TIMEOUT_SECS}s timeout",
+                                opened.elapsed().as_secs_f64()
+                            ));
                         }
+                        None => break Stopped::Ended,
                         Some(Err(e)) => {
                             break Stopped::Broken(format!("the connection broke: {e}"));
                         }
@@ -795,7 +802,7 @@ impl WatchTask {
                 };
                 match stopped {
                     Stopped::Joined => {}
-                    Stopped::Ended { at_once: false } => {
+                    Stopped::Ended => {
                         tracing::debug!(
                             "kubernetes bindings: {watching}: the server ended the watch; watching on from {at}"
                         );
@@ -820,6 +827,16 @@ impl WatchTask {
                         was_gone = true;
                         continue 'kind;
                     }
+                    // A CRD deleted ends its watches: not a failure.
+                    _ if matches!(
+                        resolve(&self.cluster, &resource.api_version, &resource.kind).await,
+                        Ok(None)
+                    ) =>
+                    {
+                        self.kind_gone(&what, &mut states);
+                        was_gone = true;
+                        continue 'kind;
+                    }
                     other => {
                         failures += 1;
                         let why = match other {
@@ -828,7 +845,7 @@ impl WatchTask {
                                 self.options.liveness.as_secs_f64()
                             ),
                             Stopped::Broken(e) => e,
-                            _ => "the server ended the watch at once".to_string(),
+                            _ => "stopped".to_string(),
                         };
                         self.restart(&watching, &why, failures);
                         if !pause(backoff(failures), &token).await {
@@ -1476,12 +1493,7 @@ mod tests {
         assert_eq!(st.watch_restarts_total, 1);
         assert!(st.watch_relists_total >= 1);
         assert_eq!(st.watches_dead, 0);
-        assert!(
-            cms(&status)
-                .last_error
-                .unwrap()
-                .contains("connection broke")
-        );
+        assert!(cms(&status).last_error.unwrap().contains("the connection"));
 
         // Frozen: restarted at the liveness deadline.
         fake.freeze_watches();
