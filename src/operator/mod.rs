@@ -25,7 +25,10 @@
 //!   binding of the global hooks and of the enabled modules' hooks keeps
 //!   its snapshot for every hook run; after the initial list, events run
 //!   the hook with an `Event` context, and changed values run its module
-//!   again (a global hook's: converge).
+//!   again (a global hook's: converge). A watch that stops delivering
+//!   (broken, silent past its liveness deadline) is restarted and
+//!   re-synchronized; a kind whose CRD appears later starts then; each
+//!   watch's health is in [`Status::watches`].
 //! - **Hook outputs** ([`patch`]): the kubernetes operations every hook
 //!   run writes (`KUBERNETES_PATCH_PATH`) are executed after it.
 //! - **Module directories** are rescanned periodically and on a reload
