@@ -909,8 +909,13 @@ impl WatchTask {
                     }
                 }
             }
-            let fast = fast_until.is_some_and(|t| Instant::now() < t) || failing.is_some();
-            let delay = Duration::from_secs(if fast { 1 } else { 30 });
+            let delay = Duration::from_secs(if fast_until.is_some_and(|t| Instant::now() < t) {
+                1
+            } else if failing.is_some() {
+                5
+            } else {
+                30
+            });
             let crds_alive = self.crds.is_some();
             tokio::select! {
                 _ = token.cancelled() => return None,
