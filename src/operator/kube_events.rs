@@ -1116,7 +1116,7 @@ fn short(b: &KubeBindingRef) -> String {
 impl SubState {
     /// The initial list (or a relist): the snapshot at first, then what
     /// changed meanwhile as events.
-    fn listed(&mut self, sh: &Shared, mut new: BTreeMap<ObjKey, Kept>) {
+    fn listed(&mut self, sh: &Shared, new: BTreeMap<ObjKey, Kept>) {
         if !self.synced {
             self.kept = new;
             self.publish(sh);
@@ -1129,6 +1129,10 @@ impl SubState {
             );
             return;
         }
+        // The differences, applied at once and published once (the
+        // contexts carry the snapshot as it is after the relist, as
+        // shell-operator's carry it as it is when the hook runs).
+        let mut events = Vec::new();
         let gone: Vec<ObjKey> = self
             .kept
             .keys()
@@ -1137,15 +1141,23 @@ impl SubState {
             .collect();
         for k in gone {
             if let Some(old) = self.kept.remove(&k) {
-                self.publish(sh);
-                self.event(sh, HookWatchEvent::Deleted, old.item);
+                events.push((HookWatchEvent::Deleted, old.item));
             }
         }
-        let keys: Vec<ObjKey> = new.keys().cloned().collect();
-        for k in keys {
-            if let Some(item) = new.remove(&k) {
-                self.apply(sh, k, item);
+        for (k, item) in new {
+            let ev = match self.kept.get(&k) {
+                None => Some(HookWatchEvent::Added),
+                Some(old) if old.checksum != item.checksum => Some(HookWatchEvent::Modified),
+                Some(_) => None,
+            };
+            if let Some(ev) = ev {
+                events.push((ev, item.item.clone()));
             }
+            self.kept.insert(k, item);
+        }
+        self.publish(sh);
+        for (ev, item) in events {
+            self.event(sh, ev, item);
         }
         self.sub.synced.send_replace(Sync::Synced);
     }
