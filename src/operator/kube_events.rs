@@ -986,9 +986,10 @@ impl WatchTask {
     }
 
     /// Lists page by page, each object filtered at once (only what the
-    /// bindings keep stays), then hands each binding its list: the
-    /// snapshot at first, what changed as events after. Returns the
-    /// list's resourceVersion.
+    /// bindings keep stays; an unchanged object's new entry is dropped at
+    /// once, so a relist holds the snapshot once, plus what changed), then
+    /// hands each binding its list: the snapshot at first, what changed as
+    /// events after. Returns the list's resourceVersion.
     async fn list(
         &self,
         api: &Api<DynamicObject>,
@@ -996,8 +997,7 @@ impl WatchTask {
         resource: &ApiResource,
         states: &mut [SubState],
     ) -> Result<String, kube::Error> {
-        let mut fresh: Vec<BTreeMap<ObjKey, Kept>> =
-            states.iter().map(|_| BTreeMap::new()).collect();
+        let mut lists: Vec<Listing> = states.iter().map(|_| Listing::default()).collect();
         let mut lp = lp.clone();
         let mut rv: Option<String> = None;
         loop {
@@ -1007,9 +1007,9 @@ impl WatchTask {
             }
             for o in page.items {
                 let value = object_value(o, resource);
-                for (st, map) in states.iter().zip(fresh.iter_mut()) {
+                for (st, l) in states.iter().zip(lists.iter_mut()) {
                     if let Some((k, kept)) = st.item(&self.shared, &value) {
-                        map.insert(k, kept);
+                        l.take(st, k, kept);
                     }
                 }
             }
@@ -1018,15 +1018,26 @@ impl WatchTask {
                 _ => break,
             }
         }
-        let n = fresh.iter().map(BTreeMap::len).max().unwrap_or(0);
+        let n = states
+            .iter()
+            .zip(&lists)
+            .map(|(st, l)| {
+                if st.synced {
+                    l.seen.len()
+                } else {
+                    l.changed.len()
+                }
+            })
+            .max()
+            .unwrap_or(0);
         // Before the bindings hear of it: who waits for them sees it.
         // `last_error` stays: why it last stopped.
         self.health.update(|w| {
             w.state = WatchState::Synced;
             w.objects = n;
         });
-        for (st, map) in states.iter_mut().zip(fresh) {
-            st.listed(&self.shared, map);
+        for (st, l) in states.iter_mut().zip(lists) {
+            st.listed(&self.shared, l);
         }
         Ok(rv.unwrap_or_default())
     }
@@ -1060,6 +1071,39 @@ impl WatchTask {
                 st.event(&self.shared, HookWatchEvent::Deleted, item);
             }
         }
+    }
+}
+
+/// One binding's side of a (re)list in progress.
+#[derive(Default)]
+struct Listing {
+    /// Objects listed.
+    seen: std::collections::HashSet<ObjKey>,
+    /// A relist: the objects new or changed (their checksum); the initial
+    /// list: every object.
+    changed: Vec<(ObjKey, Kept)>,
+    /// A relist: kept objects that changed where the filter does not
+    /// look, replaced quietly.
+    fresher: Vec<(ObjKey, Kept)>,
+}
+
+impl Listing {
+    fn take(&mut self, st: &SubState, k: ObjKey, new: Kept) {
+        if !st.synced {
+            self.changed.push((k, new));
+            return;
+        }
+        // Applied only once the whole list is in: a list that fails
+        // half-way leaves the snapshot and its events as they were.
+        match st.kept.get(&k) {
+            Some(old) if old.checksum == new.checksum => {
+                if old.item.object != new.item.object {
+                    self.fresher.push((k.clone(), new));
+                }
+            }
+            _ => self.changed.push((k.clone(), new)),
+        }
+        self.seen.insert(k);
     }
 }
 
@@ -1116,9 +1160,9 @@ fn short(b: &KubeBindingRef) -> String {
 impl SubState {
     /// The initial list (or a relist): the snapshot at first, then what
     /// changed meanwhile as events.
-    fn listed(&mut self, sh: &Shared, new: BTreeMap<ObjKey, Kept>) {
+    fn listed(&mut self, sh: &Shared, list: Listing) {
         if !self.synced {
-            self.kept = new;
+            self.kept = list.changed.into_iter().collect();
             self.publish(sh);
             self.synced = true;
             self.sub.synced.send_replace(Sync::Synced);
@@ -1136,7 +1180,7 @@ impl SubState {
         let gone: Vec<ObjKey> = self
             .kept
             .keys()
-            .filter(|k| !new.contains_key(*k))
+            .filter(|k| !list.seen.contains(*k))
             .cloned()
             .collect();
         for k in gone {
@@ -1144,15 +1188,14 @@ impl SubState {
                 events.push((HookWatchEvent::Deleted, old.item));
             }
         }
-        for (k, item) in new {
-            let ev = match self.kept.get(&k) {
-                None => Some(HookWatchEvent::Added),
-                Some(old) if old.checksum != item.checksum => Some(HookWatchEvent::Modified),
-                Some(_) => None,
+        self.kept.extend(list.fresher);
+        for (k, item) in list.changed {
+            let ev = if self.kept.contains_key(&k) {
+                HookWatchEvent::Modified
+            } else {
+                HookWatchEvent::Added
             };
-            if let Some(ev) = ev {
-                events.push((ev, item.item.clone()));
-            }
+            events.push((ev, item.item.clone()));
             self.kept.insert(k, item);
         }
         self.publish(sh);

@@ -12,7 +12,7 @@
 //!   ([`openapi`]; no schemas, `/openapi/v2` answers 404);
 //! - objects with `uid`, `creationTimestamp`, `generation` and a `resourceVersion` from one global
 //!   counter; a write that changes nothing bumps nothing and emits no event;
-//! - LIST with label and field selectors, WATCH from a resourceVersion (410 Expired below the
+//! - LIST with label and field selectors and pages (`limit`/`continue`), WATCH from a resourceVersion (410 Expired below the
 //!   retained log, see [`FakeApiServer::compact`]), selector transitions, `timeoutSeconds` (capped
 //!   by [`FakeApiServer::set_watch_timeout`]) and periodic and closing BOOKMARKs when bookmarks
 //!   are allowed;
@@ -65,7 +65,7 @@
 //! Known simplifications: one stored version per resource (no conversion), no admission, no
 //! protobuf or Table output (protobuf *input* is decoded only for the kinds [`protobuf`]
 //! declares; others get 415), no aggregated discovery (clients fall back to the legacy
-//! endpoints), LIST ignores `limit`/`continue`, only the built-in list/map types in [`schema`]
+//! endpoints), LIST pages (`limit`/`continue`) show later pages as they are now rather than as of the first page, only the built-in list/map types in [`schema`]
 //! are typed (CRD schemas' `x-kubernetes-list-type` is not read), Update managers are not
 //! capped at 10, no kubectl client-side-apply annotation handling, and the garbage collector
 //! runs synchronously.

@@ -1917,18 +1917,63 @@ fn list(
         Err(r) => return r,
     };
     let st = lock(shared);
+    // `limit` pages the list (kube-runtime's watcher asks 500 at a time); `continue` resumes
+    // after the last key of the previous page. Unlike etcd, later pages show objects as they
+    // are now, not as of the first page's resourceVersion (which every page reports): a
+    // watch from that version still gets every change since, so watchers stay exact.
+    let limit = q
+        .get("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .filter(|l| *l > 0);
+    let (after, list_rv) = match q.get("continue").filter(|c| !c.is_empty()) {
+        None => (None, st.rv),
+        Some(c) => match decode_continue(c) {
+            Some((rv, _)) if rv < st.floor => {
+                return status(
+                    410,
+                    "Expired",
+                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+                    None,
+                );
+            }
+            Some((rv, key)) => (Some(key), rv),
+            None => {
+                return status(
+                    400,
+                    "BadRequest",
+                    &format!("invalid continue token: {c}"),
+                    None,
+                );
+            }
+        },
+    };
+    let mut next: Option<String> = None;
     let items: Vec<Value> = st
         .objects
         .get(&res.key())
         .map(|m| {
-            m.iter()
-                .filter(|((ons, _), o)| {
-                    (ns.is_empty() || ons == ns) && ls.matches(o) && fs.matches(o)
-                })
-                .map(|(_, o)| present(&with_version(o, res), meta_only))
-                .collect()
+            let from = match &after {
+                Some(k) => std::ops::Bound::Excluded(k.clone()),
+                None => std::ops::Bound::Unbounded,
+            };
+            let mut out = Vec::new();
+            for ((ons, oname), o) in m.range((from, std::ops::Bound::Unbounded)) {
+                if !((ns.is_empty() || ons == ns) && ls.matches(o) && fs.matches(o)) {
+                    continue;
+                }
+                if limit.is_some_and(|l| out.len() == l) {
+                    next = Some(encode_continue(list_rv, ons, oname));
+                    break;
+                }
+                out.push(present(&with_version(o, res), meta_only));
+            }
+            out
         })
         .unwrap_or_default();
+    let mut metadata = json!({"resourceVersion": list_rv.to_string()});
+    if let Some(c) = next {
+        metadata["continue"] = json!(c);
+    }
     let (kind, api_version) = if meta_only {
         (
             "PartialObjectMetadataList".to_string(),
@@ -1942,10 +1987,33 @@ fn list(
         &json!({
             "kind": kind,
             "apiVersion": api_version,
-            "metadata": {"resourceVersion": st.rv.to_string()},
+            "metadata": metadata,
             "items": items,
         }),
     )
+}
+
+/// A LIST `continue` token: the list's resourceVersion and the last key served, as base64
+/// JSON (the real server's is `{"v":"meta.k8s.io/v1","rv":N,"start":"key\u0000"}`).
+fn encode_continue(rv: u64, ns: &str, name: &str) -> String {
+    use base64::Engine;
+    let v = json!({"v": "meta.k8s.io/v1", "rv": rv, "ns": ns, "name": name});
+    base64::engine::general_purpose::STANDARD.encode(v.to_string())
+}
+
+fn decode_continue(token: &str) -> Option<(u64, ObjKey)> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(token)
+        .ok()?;
+    let v: Value = serde_json::from_slice(&bytes).ok()?;
+    Some((
+        v["rv"].as_u64()?,
+        (
+            v["ns"].as_str()?.to_string(),
+            v["name"].as_str()?.to_string(),
+        ),
+    ))
 }
 
 /// WATCH: from no RV (or "0"), synthetic ADDED for current objects then live events; from RV N,
