@@ -108,6 +108,11 @@ pub struct RunArgs {
     /// on SIGHUP).
     #[arg(long = "rescan-interval", env = "ANTIOPA_RESCAN_INTERVAL", default_value = "15s", value_parser = super::module::parse_duration_arg)]
     rescan_interval: Duration,
+    /// A watch of kubernetes bindings whose server sends bookmarks and
+    /// that got neither an event nor a bookmark for this long is restarted
+    /// (real apiservers send a bookmark about every minute).
+    #[arg(long = "watch-liveness", env = "ANTIOPA_WATCH_LIVENESS", default_value = "2m", value_parser = super::module::parse_duration_arg)]
+    watch_liveness: Duration,
     /// Converge once, then exit (non-zero when a module or global hook
     /// failed).
     #[arg(long)]
@@ -236,6 +241,10 @@ fn settings(a: &RunArgs) -> Result<Settings, String> {
         // release another replica left pending is taken over at once.
         s.lock_timeout = Duration::ZERO;
     }
+    if a.watch_liveness.is_zero() {
+        return Err("--watch-liveness must be more than 0".into());
+    }
+    s.watch.liveness = a.watch_liveness;
     Ok(s)
 }
 

@@ -8,6 +8,7 @@
 //! lists are sorted by namespace, then name.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -17,14 +18,16 @@ use super::config::{
 use super::jq_sandbox::JqRunner;
 
 /// One object of a kubernetes binding with its jqFilter result
-/// (shell-operator's `ObjectAndFilterResult`).
+/// (shell-operator's `ObjectAndFilterResult`). The object and the result
+/// are shared, not copied, between a watch's cache, the published snapshot
+/// and every context built from it: a clone is cheap.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SnapshotObject {
     /// The object; `None` when the binding has `keepFullObjectsInMemory: false`.
-    pub object: Option<Value>,
+    pub object: Option<Arc<Value>>,
     /// The jqFilter output; `None` when the binding has no jqFilter (the key is
     /// then absent), `Some(Null)` for an empty output.
-    pub filter_result: Option<Value>,
+    pub filter_result: Option<Arc<Value>>,
     /// metadata.namespace and metadata.name, for ordering.
     pub namespace: String,
     pub name: String,
@@ -48,16 +51,18 @@ impl SnapshotObject {
         };
         let (namespace, name) = (meta("namespace"), meta("name"));
         let filter_result = match &binding.jq_filter {
-            Some(f) => Some(jq.apply(f, &object).map_err(|e| {
+            Some(f) => Some(Arc::new(jq.apply(f, &object).map_err(|e| {
                 format!(
                     "binding '{}': jqFilter on {}/{}: {e}",
                     binding.name, namespace, name
                 )
-            })?),
+            })?)),
             None => None,
         };
         Ok(SnapshotObject {
-            object: binding.keep_full_objects_in_memory.then_some(object),
+            object: binding
+                .keep_full_objects_in_memory
+                .then(|| Arc::new(object)),
             filter_result,
             namespace,
             name,
@@ -67,10 +72,10 @@ impl SnapshotObject {
     fn to_map(&self) -> Map<String, Value> {
         let mut m = Map::new();
         if let Some(o) = &self.object {
-            m.insert("object".into(), o.clone());
+            m.insert("object".into(), Value::clone(o));
         }
         if let Some(f) = &self.filter_result {
-            m.insert("filterResult".into(), f.clone());
+            m.insert("filterResult".into(), Value::clone(f));
         }
         m
     }

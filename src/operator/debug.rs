@@ -379,10 +379,10 @@ async fn snapshots(ctx: &Ctx, name: &str, format: Format) -> Result<Response, Ap
                         .map(|o| {
                             let mut e = serde_json::Map::new();
                             if let Some(obj) = &o.object {
-                                e.insert("object".into(), obj.clone());
+                                e.insert("object".into(), serde_json::Value::clone(obj));
                             }
                             if let Some(f) = &o.filter_result {
-                                e.insert("filterResult".into(), f.clone());
+                                e.insert("filterResult".into(), serde_json::Value::clone(f));
                             }
                             Json::Object(e)
                         })

@@ -1,8 +1,8 @@
-//! Kubernetes bindings, live: one kube-runtime watcher per distinct
-//! (apiVersion, kind, namespaces, label and field selectors) among the
-//! kubernetes bindings of the global hooks and of the enabled modules'
-//! hooks, started when a module is enabled (global hooks: at start) and
-//! stopped when no binding uses it any more or the operator shuts down.
+//! Kubernetes bindings, live: one watch per distinct (apiVersion, kind,
+//! namespaces, label and field selectors) among the kubernetes bindings of
+//! the global hooks and of the enabled modules' hooks, started when a
+//! module is enabled (global hooks: at start) and stopped when no binding
+//! uses it any more or the operator shuts down.
 //!
 //! Each watch keeps every binding's snapshot (`{object, filterResult}` per
 //! object; the object only with `keepFullObjectsInMemory`, managedFields
@@ -11,33 +11,96 @@
 //! cluster. After the initial list, `Added`, `Modified` (only when the
 //! filter result changed; without a jqFilter, when the object did) and
 //! `Deleted` become `Event` binding contexts the operator runs the hook
-//! with (`executeHookOnEvent` honoured). A relist after a broken watch is
-//! compared with the snapshot, so nothing is missed or repeated.
+//! with (`executeHookOnEvent` honoured). Objects are processed as they
+//! arrive, page by page, and only what the bindings keep stays in memory;
+//! the filter results and objects are shared (`Arc`) between a watch's
+//! cache, the published snapshot and the contexts.
+//!
+//! Health. A watch lists, then watches from the list's resourceVersion
+//! with bookmarks. It is restarted — listed again, the list compared with
+//! the snapshot so the hooks get exactly the `Added`/`Modified`/`Deleted`
+//! events they missed, never a frozen snapshot (shell-operator before
+//! v1.20.2) — when its connection breaks, when the server sends an error,
+//! and when a server that sends bookmarks goes silent for longer than the
+//! liveness deadline ([`WatchOptions::liveness`]; a server that never sent
+//! a bookmark is just watched again, cheaply, when that long passes). A
+//! stream the server ends (its timeout) is watched again from where it
+//! stood; `410 Expired` lists again. Each restart is logged once, with
+//! the kind, the namespaces and why; every watch's state, age, last event,
+//! relists and restarts are in [`Status::watches`].
+//!
+//! Kinds that come and go. A binding on a kind the server does not serve
+//! (its CRD not installed yet) waits, shown as `WaitingForKind` (its
+//! converge does not wait for it), and the watch starts as soon as the kind
+//! is served: CustomResourceDefinitions are watched (metadata only) and
+//! every CRD change looks the waiting kinds up again (for 10 s, every
+//! second, as discovery may lag the Established condition), besides a
+//! look every 30 s for kinds served otherwise. When a watched kind stops
+//! being served (its CRD deleted), its objects are gone: each binding gets
+//! `Deleted` for every object still in its snapshot — what shell-operator
+//! users expect from objects that disappear, as the apiserver itself sends
+//! when it deletes the custom resources with their CRD — the snapshot is
+//! empty, and the watch waits for the kind again, quietly (no error loop);
+//! when it comes back, its objects arrive as `Added`.
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
-use kube::api::{Api, DynamicObject};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject, ListParams, PartialObjectMeta, WatchEvent, WatchParams};
 use kube::core::{ApiResource, GroupVersionKind, TypeMeta};
 use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher;
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::state::{Status, WatchHealth, WatchState};
 use crate::cluster::{Cluster, split_api_version};
-use crate::hooks::config::{KubernetesBinding, WatchEvent};
-use crate::hooks::context::{KubeEvent, SnapshotObject, sort_snapshot};
+use crate::hooks::config::{KubernetesBinding, WatchEvent as HookWatchEvent};
+use crate::hooks::context::{KubeEvent, SnapshotObject};
 use crate::hooks::{BindingContext, JqRunner};
 use crate::module::{HookKey, KubeBindingRef, LiveSnapshots};
 
 /// One binding's identity: its hook, its name and its whole config (a
 /// changed config is another watch).
 pub type BindingKey = (HookKey, String, String);
+
+/// How watches tell a dead connection from a quiet one.
+#[derive(Clone, Copy, Debug)]
+pub struct WatchOptions {
+    /// A watch whose server sends bookmarks and that received neither an
+    /// event nor a bookmark for this long is dead: restarted. Real
+    /// apiservers send a bookmark about every minute.
+    pub liveness: Duration,
+}
+
+impl Default for WatchOptions {
+    fn default() -> Self {
+        WatchOptions {
+            liveness: DEFAULT_LIVENESS,
+        }
+    }
+}
+
+/// Twice the watch cache's bookmark interval: one late bookmark is not a
+/// dead watch.
+pub const DEFAULT_LIVENESS: Duration = Duration::from_secs(120);
+
+/// The watch requests' `timeoutSeconds` (kube-runtime's): the server ends
+/// each stream after it, and the watch goes on from where it stood.
+const WATCH_TIMEOUT_SECS: u32 = 290;
+
+/// Objects per LIST page.
+const PAGE_SIZE: u32 = 500;
+
+/// Restarts in a row after which a watch shows as `Failed`.
+const FAILED_AFTER: u32 = 5;
 
 /// An event for a hook run.
 #[derive(Debug)]
@@ -55,12 +118,24 @@ pub struct HookEvent {
 /// What the server is asked: bindings asking the same share one watch.
 type WatchKey = String;
 
+/// (namespace, name) of an object.
+type ObjKey = (String, String);
+
+/// Whether a binding has its initial list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sync {
+    Pending,
+    Synced,
+    /// Its kind is not served: nothing to list, nothing to wait for.
+    Waiting,
+}
+
 /// A binding on a watch.
 #[derive(Clone)]
 struct Sub {
     key: BindingKey,
     binding: KubeBindingRef,
-    synced: Arc<watch::Sender<bool>>,
+    synced: Arc<watch::Sender<Sync>>,
 }
 
 /// A watch task in force.
@@ -77,14 +152,22 @@ pub struct KubeWatches {
     watches: BTreeMap<WatchKey, Running>,
     tx: mpsc::UnboundedSender<HookEvent>,
     rx: mpsc::UnboundedReceiver<HookEvent>,
+    status: Arc<RwLock<Status>>,
+    options: WatchOptions,
     /// (apiVersion or "", kind as written, lowercased) → the served
     /// (apiVersion, plural): `ConfigMap`, `configmap`, `configmaps` and
     /// `cm` are one watch.
     kinds: HashMap<(String, String), (String, String)>,
+    /// The CustomResourceDefinitions watch, while any watch runs: its
+    /// counter moves on every CRD change.
+    crds: Option<(CancellationToken, watch::Receiver<u64>)>,
+    /// Watch health entries handed out.
+    next_id: u64,
 }
 
-impl Default for KubeWatches {
-    fn default() -> Self {
+impl KubeWatches {
+    /// No watches yet; their health goes to `status`.
+    pub fn new(status: Arc<RwLock<Status>>, options: WatchOptions) -> KubeWatches {
         let (tx, rx) = mpsc::unbounded_channel();
         KubeWatches {
             live: LiveSnapshots::default(),
@@ -92,12 +175,14 @@ impl Default for KubeWatches {
             watches: BTreeMap::new(),
             tx,
             rx,
+            status,
+            options,
             kinds: HashMap::new(),
+            crds: None,
+            next_id: 0,
         }
     }
-}
 
-impl KubeWatches {
     /// The snapshots the watches keep, for the session.
     pub fn live(&self) -> LiveSnapshots {
         self.live.clone()
@@ -140,6 +225,9 @@ impl KubeWatches {
         }
         self.watches.clear();
         self.bindings.clear();
+        if let Some((t, _)) = self.crds.take() {
+            t.cancel();
+        }
         self.live.write().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
@@ -186,7 +274,7 @@ impl KubeWatches {
                 continue;
             }
             started.push(key.clone());
-            let (synced, _) = watch::channel(false);
+            let (synced, _) = watch::channel(Sync::Pending);
             let sub = Sub {
                 key: key.clone(),
                 binding: b,
@@ -207,6 +295,15 @@ impl KubeWatches {
             }
             keep
         });
+        if subs.is_empty() {
+            if let Some((t, _)) = self.crds.take() {
+                t.cancel();
+            }
+        } else if self.crds.is_none() {
+            let token = shutdown.child_token();
+            let rx = watch_crds(cluster, token.clone());
+            self.crds = Some((token, rx));
+        }
         for (wk, list) in subs {
             match self.watches.get(&wk) {
                 Some(r) => {
@@ -219,6 +316,8 @@ impl KubeWatches {
                 None => {
                     let token = shutdown.child_token();
                     let template = list[0].binding.binding.clone();
+                    self.next_id += 1;
+                    let health = Health::start(&self.status, self.next_id, &wk, &template);
                     let (subs_tx, subs_rx) = watch::channel(list);
                     let task = WatchTask {
                         cluster: cluster.clone(),
@@ -228,6 +327,9 @@ impl KubeWatches {
                             tx: self.tx.clone(),
                         },
                         template,
+                        health,
+                        crds: self.crds.as_ref().map(|(_, rx)| rx.clone()),
+                        options: self.options,
                     };
                     tokio::spawn(task.run(subs_rx, token.clone()));
                     self.watches.insert(
@@ -243,8 +345,9 @@ impl KubeWatches {
         started
     }
 
-    /// Waits until the bindings `keys` have their initial lists, at most
-    /// `limit`; returns the bindings still not synchronized.
+    /// Waits until the bindings `keys` have their initial lists (or are
+    /// found waiting for their kind), at most `limit`; returns the
+    /// bindings still not synchronized.
     pub async fn wait_synced(&self, keys: &[BindingKey], limit: Duration) -> Vec<String> {
         let deadline = tokio::time::Instant::now() + limit;
         let mut late = Vec::new();
@@ -253,7 +356,7 @@ impl KubeWatches {
                 continue;
             };
             let mut rx = sub.synced.subscribe();
-            let ok = tokio::time::timeout_at(deadline, rx.wait_for(|s| *s)).await;
+            let ok = tokio::time::timeout_at(deadline, rx.wait_for(|s| *s != Sync::Pending)).await;
             if !matches!(ok, Ok(Ok(_))) {
                 late.push(format!("{}: {}", k.0.1, k.1));
             }
@@ -285,6 +388,35 @@ impl KubeWatches {
     }
 }
 
+/// Watches CustomResourceDefinitions (metadata only) until `token`: the
+/// counter moves on every change, waking the watches waiting for a kind.
+fn watch_crds(cluster: &Cluster, token: CancellationToken) -> watch::Receiver<u64> {
+    let (tx, rx) = watch::channel(0u64);
+    let api: Api<PartialObjectMeta<CustomResourceDefinition>> = Api::all(cluster.client().clone());
+    tokio::spawn(async move {
+        let mut stream = watcher::watcher(api, watcher::Config::default())
+            .default_backoff()
+            .boxed();
+        loop {
+            let ev = tokio::select! {
+                _ = token.cancelled() => return,
+                ev = stream.next() => ev,
+            };
+            match ev {
+                None => return,
+                Some(Ok(
+                    watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone,
+                )) => tx.send_modify(|n| *n += 1),
+                Some(Ok(_)) => {}
+                // Without it (no right to list CRDs, say) kinds are still
+                // looked up every 30 s.
+                Some(Err(e)) => tracing::debug!("watching CustomResourceDefinitions: {e}"),
+            }
+        }
+    });
+    rx
+}
+
 fn kind_key(b: &KubernetesBinding) -> (String, String) {
     (
         b.api_version.clone().unwrap_or_default(),
@@ -308,6 +440,19 @@ fn watch_key(
             b.kind.to_ascii_lowercase(),
         ),
     };
+    serde_json::json!([
+        api_version,
+        kind,
+        watched_namespaces(b),
+        b.label_selector.as_ref().and_then(label_selector_string),
+        field_selector_string(b),
+    ])
+    .to_string()
+}
+
+/// The namespaces a binding names (`namespace.nameSelector`), sorted;
+/// empty: all.
+fn watched_namespaces(b: &KubernetesBinding) -> Vec<String> {
     let mut names = b
         .namespace
         .as_ref()
@@ -316,14 +461,101 @@ fn watch_key(
         .unwrap_or_default();
     names.sort();
     names.dedup();
-    serde_json::json!([
-        api_version,
-        kind,
-        names,
-        b.label_selector.as_ref().and_then(label_selector_string),
-        field_selector_string(b),
-    ])
-    .to_string()
+    names
+}
+
+/// A watch's entry in [`Status::watches`], removed when the task ends.
+struct Health {
+    status: Arc<RwLock<Status>>,
+    id: u64,
+}
+
+impl Health {
+    fn start(status: &Arc<RwLock<Status>>, id: u64, key: &str, b: &KubernetesBinding) -> Health {
+        let mut st = status.write().unwrap_or_else(|p| p.into_inner());
+        st.watches.push(WatchHealth {
+            id,
+            key: key.to_string(),
+            kind: match &b.api_version {
+                Some(v) => format!("{v} {}", b.kind),
+                None => b.kind.clone(),
+            },
+            namespaces: watched_namespaces(b),
+            bindings: Vec::new(),
+            state: WatchState::Starting,
+            started_at: SystemTime::now(),
+            last_event_at: None,
+            objects: 0,
+            relists: 0,
+            restarts: 0,
+            last_error: None,
+        });
+        st.watches
+            .sort_by(|a, b| a.key.cmp(&b.key).then(a.id.cmp(&b.id)));
+        Health {
+            status: status.clone(),
+            id,
+        }
+    }
+
+    fn update(&self, f: impl FnOnce(&mut WatchHealth)) {
+        self.with_status(|_, w| f(w));
+    }
+
+    fn with_status(&self, f: impl FnOnce(&mut Counters<'_>, &mut WatchHealth)) {
+        let mut st = self.status.write().unwrap_or_else(|p| p.into_inner());
+        let st = &mut *st;
+        if let Some(w) = st.watches.iter_mut().find(|w| w.id == self.id) {
+            let mut c = Counters {
+                restarts: &mut st.watch_restarts_total,
+                relists: &mut st.watch_relists_total,
+            };
+            f(&mut c, w);
+        }
+        st.watches_dead = st
+            .watches
+            .iter()
+            .filter(|w| matches!(w.state, WatchState::Restarting | WatchState::Failed))
+            .count() as u64;
+    }
+
+    fn relisted(&self) {
+        self.with_status(|c, w| {
+            *c.relists += 1;
+            w.relists += 1;
+        });
+    }
+
+    fn restarted(&self, why: &str, failures: u32) {
+        self.with_status(|c, w| {
+            *c.restarts += 1;
+            w.restarts += 1;
+            w.state = if failures >= FAILED_AFTER {
+                WatchState::Failed
+            } else {
+                WatchState::Restarting
+            };
+            w.last_error = Some(why.to_string());
+        });
+    }
+}
+
+/// The operator-wide counters, beside one watch's entry.
+struct Counters<'a> {
+    restarts: &'a mut u64,
+    relists: &'a mut u64,
+}
+
+impl Drop for Health {
+    fn drop(&mut self) {
+        let mut st = self.status.write().unwrap_or_else(|p| p.into_inner());
+        st.watches.retain(|w| w.id != self.id);
+        st.watches_dead = st
+            .watches
+            .iter()
+            .filter(|w| matches!(w.state, WatchState::Restarting | WatchState::Failed))
+            .count() as u64;
+    }
 }
 
 /// A kept object: its snapshot entry and the checksum compared for
@@ -346,6 +578,10 @@ struct WatchTask {
     shared: Shared,
     /// The first binding: what the server is asked.
     template: KubernetesBinding,
+    health: Health,
+    /// Moves on every CRD change (`None`: not watched).
+    crds: Option<watch::Receiver<u64>>,
+    options: WatchOptions,
 }
 
 /// One binding on a watch: its matcher and snapshot.
@@ -353,166 +589,576 @@ struct SubState {
     sub: Sub,
     /// The binding with the resolved kind, matching client-side.
     matcher: KubernetesBinding,
-    kept: HashMap<(String, String), Kept>,
+    kept: BTreeMap<ObjKey, Kept>,
     synced: bool,
 }
 
+impl SubState {
+    fn new(sub: Sub, kind: &str) -> SubState {
+        let sb = &sub.binding.binding;
+        if sb
+            .namespace
+            .as_ref()
+            .is_some_and(|n| n.label_selector.is_some())
+        {
+            tracing::warn!(
+                "{}: namespace.labelSelector is not supported yet: ignored",
+                who(&sub.binding)
+            );
+        }
+        let mut matcher = sb.clone();
+        matcher.kind = kind.to_string();
+        matcher.api_version = None;
+        if let Some(n) = matcher.namespace.as_mut() {
+            n.label_selector = None;
+        }
+        SubState {
+            sub,
+            matcher,
+            kept: BTreeMap::new(),
+            synced: false,
+        }
+    }
+}
+
+/// How a watch stream stopped.
+enum Stopped {
+    /// A binding joined: it needs its own initial list.
+    Joined,
+    /// The server ended it at its timeout.
+    Ended,
+    /// Nothing for longer than the liveness deadline.
+    Silent,
+    /// The connection broke or the server sent an error.
+    Broken(String),
+    /// `410 Expired`: list again.
+    Expired,
+    /// The kind is no longer served.
+    Gone,
+}
+
+/// Waits `d`, or returns false when `token` fires first.
+async fn pause(d: Duration, token: &CancellationToken) -> bool {
+    if d.is_zero() {
+        return !token.is_cancelled();
+    }
+    tokio::select! {
+        _ = token.cancelled() => false,
+        _ = tokio::time::sleep(d) => true,
+    }
+}
+
+/// The wait before the `n`th restart in a row: none for the first, then
+/// 1 s doubling to 30 s.
+fn backoff(n: u32) -> Duration {
+    match n {
+        0 | 1 => Duration::ZERO,
+        n => Duration::from_secs(1u64 << (n - 2).min(5)).min(Duration::from_secs(30)),
+    }
+}
+
 impl WatchTask {
-    async fn run(self, mut subs: watch::Receiver<Vec<Sub>>, token: CancellationToken) {
-        let b = &self.template;
+    async fn run(mut self, mut subs: watch::Receiver<Vec<Sub>>, token: CancellationToken) {
+        let b = self.template.clone();
         let what = format!(
             "{} {}",
             b.api_version.as_deref().unwrap_or("(any group)"),
             b.kind
         );
-        // The kind may be a kind in any case, a plural or a short name;
-        // without an apiVersion, in any group (the core group first).
-        let (resource, namespaced) = loop {
-            let found = match &b.api_version {
-                Some(v) => resolve(&self.cluster, v, &b.kind).await,
-                None => resolve_any_group(&self.cluster, &b.kind).await,
-            };
-            match found {
-                Ok(Some(r)) => break r,
-                Ok(None) => tracing::warn!(
-                    "kubernetes binding: {what} is not served (yet); asking again in 5s"
-                ),
-                Err(e) => tracing::warn!(
-                    "kubernetes binding: resolving {what}: {}; asking again in 5s",
-                    crate::cluster::error_text(&e)
-                ),
-            }
-            tokio::select! {
-                _ = token.cancelled() => return,
-                _ = tokio::time::sleep(Duration::from_secs(5)) => {}
-            }
+        let names = watched_namespaces(&b);
+        let place = if names.is_empty() {
+            "all namespaces".to_string()
+        } else {
+            format!("namespace {}", names.join(","))
         };
-        let names = b
-            .namespace
-            .as_ref()
-            .and_then(|n| n.name_selector.as_ref())
-            .map(|n| n.match_names.clone())
-            .unwrap_or_default();
-        let mut config = watcher::Config::default();
+        let mut wp = WatchParams::default().timeout(WATCH_TIMEOUT_SECS);
+        let mut lp = ListParams::default().limit(PAGE_SIZE);
         if let Some(l) = b.label_selector.as_ref().and_then(label_selector_string) {
-            config = config.labels(&l);
+            wp = wp.labels(&l);
+            lp = lp.labels(&l);
         }
-        if let Some(f) = field_selector_string(b) {
-            config = config.fields(&f);
+        if let Some(f) = field_selector_string(&b) {
+            wp = wp.fields(&f);
+            lp = lp.fields(&f);
         }
         let mut states: Vec<SubState> = Vec::new();
-        // A binding joining a watch already listed lists it again, so it
-        // gets its Synchronization; the others see only what changed.
-        'relist: loop {
-            let list = subs.borrow_and_update().clone();
-            states.retain(|s| list.iter().any(|n| n.key == s.sub.key));
-            for sub in list {
-                if states.iter().any(|s| s.sub.key == sub.key) {
-                    continue;
-                }
-                let who = who(&sub.binding);
-                let sb = &sub.binding.binding;
-                if sb
-                    .namespace
-                    .as_ref()
-                    .is_some_and(|n| n.label_selector.is_some())
-                {
-                    tracing::warn!("{who}: namespace.labelSelector is not supported yet: ignored");
-                }
-                let mut matcher = sb.clone();
-                matcher.kind = resource.kind.clone();
-                matcher.api_version = None;
-                if let Some(n) = matcher.namespace.as_mut() {
-                    n.label_selector = None;
-                }
-                states.push(SubState {
-                    sub,
-                    matcher,
-                    kept: HashMap::new(),
-                    synced: false,
-                });
+        let mut listed_once = false;
+        let mut failures = 0u32;
+        let mut was_gone = false;
+        'kind: loop {
+            let Some((resource, namespaced)) = self
+                .resolve_waiting(&what, &mut states, &mut subs, &token, was_gone)
+                .await
+            else {
+                return;
+            };
+            for st in &mut states {
+                st.matcher.kind = resource.kind.clone();
             }
+            self.health.update(|w| {
+                w.kind = format!("{} {}", resource.api_version, resource.kind);
+                w.last_error = None;
+            });
             let client = self.cluster.client().clone();
             let api: Api<DynamicObject> = match (namespaced, names.as_slice()) {
                 (true, [one]) => Api::namespaced_with(client, one, &resource),
                 _ => Api::all_with(client, &resource),
             };
-            tracing::info!(
-                bindings = states.len(),
-                "kubernetes bindings: watching {} {}",
-                resource.api_version,
-                resource.plural
-            );
-            let mut stream = watcher::watcher(api, config.clone())
-                .default_backoff()
-                .boxed();
-            let mut listing: Option<Vec<Value>> = None;
+            let watching = format!("{} {} in {place}", resource.api_version, resource.plural);
+            let mut rv: Option<String> = None;
+            let mut bookmarks_seen = false;
             loop {
-                let ev = tokio::select! {
-                    _ = token.cancelled() => return,
-                    changed = subs.changed() => {
-                        if changed.is_err() {
+                // (Re)list when there is no resourceVersion to go on from.
+                let from = match rv.take() {
+                    Some(v) => v,
+                    None => {
+                        adopt(&mut states, &subs.borrow_and_update(), &resource.kind);
+                        self.set_bindings(&states);
+                        tracing::info!(
+                            bindings = states.len(),
+                            "kubernetes bindings: watching {watching}"
+                        );
+                        match self.list(&api, &lp, &resource, &mut states).await {
+                            Ok(v) => {
+                                if listed_once {
+                                    self.health.relisted();
+                                }
+                                listed_once = true;
+                                v
+                            }
+                            Err(e) if crate::cluster::is_not_found(&e) => {
+                                self.kind_gone(&what, &mut states);
+                                was_gone = true;
+                                continue 'kind;
+                            }
+                            Err(e) => {
+                                failures += 1;
+                                let why = format!("listing: {}", crate::cluster::error_text(&e));
+                                self.restart(&watching, &why, failures);
+                                if !pause(backoff(failures), &token).await {
+                                    return;
+                                }
+                                continue;
+                            }
+                        }
+                    }
+                };
+                let stream = self.cluster.request(api.watch(&wp, &from)).await;
+                let mut stream = match stream {
+                    Ok(s) => s.boxed(),
+                    Err(e) if crate::cluster::is_not_found(&e) => {
+                        self.kind_gone(&what, &mut states);
+                        was_gone = true;
+                        continue 'kind;
+                    }
+                    Err(e) if crate::cluster::api_status(&e) == Some(410) => {
+                        tracing::info!(
+                            "kubernetes bindings: {watching}: resourceVersion {from} too old (410 Expired): listing again"
+                        );
+                        continue;
+                    }
+                    Err(e) => {
+                        failures += 1;
+                        let why = format!("watching: {}", crate::cluster::error_text(&e));
+                        self.restart(&watching, &why, failures);
+                        if !pause(backoff(failures), &token).await {
                             return;
                         }
-                        let list = subs.borrow().clone();
-                        if list.iter().any(|n| !states.iter().any(|s| s.sub.key == n.key)) {
-                            continue 'relist;
-                        }
-                        subs.borrow_and_update();
-                        states.retain(|s| list.iter().any(|n| n.key == s.sub.key));
                         continue;
                     }
-                    ev = stream.next() => ev,
                 };
-                let ev = match ev {
-                    None => return,
-                    Some(Err(e)) => {
-                        tracing::warn!("kubernetes bindings: watching {what}: {e}; retrying");
-                        continue;
+                let opened = Instant::now();
+                let mut last = Instant::now();
+                let mut delivered = false;
+                let mut at = from;
+                let stopped = loop {
+                    let ev = tokio::select! {
+                        _ = token.cancelled() => return,
+                        changed = subs.changed() => {
+                            if changed.is_err() {
+                                return;
+                            }
+                            let list = subs.borrow().clone();
+                            if list.iter().any(|n| !states.iter().any(|s| s.sub.key == n.key)) {
+                                break Stopped::Joined;
+                            }
+                            subs.borrow_and_update();
+                            states.retain(|s| list.iter().any(|n| n.key == s.sub.key));
+                            self.set_bindings(&states);
+                            continue;
+                        }
+                        _ = tokio::time::sleep_until(last + self.options.liveness) => break Stopped::Silent,
+                        ev = stream.next() => ev,
+                    };
+                    last = Instant::now();
+                    let ev = match ev {
+                        // kube-client reads a connection cut mid-stream
+                        // (no final chunk) as the stream's end: an end
+                        // before the watch's timeout is a broken one.
+                        None if opened.elapsed() + Duration::from_secs(5)
+                            < Duration::from_secs(WATCH_TIMEOUT_SECS.into()) =>
+                        {
+                            break Stopped::Broken(format!(
+                                "the connection ended after {:.1}s, before the watch's {WATCH_TIMEOUT_SECS}s timeout",
+                                opened.elapsed().as_secs_f64()
+                            ));
+                        }
+                        None => break Stopped::Ended,
+                        Some(Err(e)) => {
+                            break Stopped::Broken(format!("the connection broke: {e}"));
+                        }
+                        Some(Ok(ev)) => ev,
+                    };
+                    if !delivered {
+                        delivered = true;
+                        failures = 0;
                     }
-                    Some(Ok(ev)) => ev,
+                    match ev {
+                        WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                            if let Some(v) = o.metadata.resource_version.clone() {
+                                at = v;
+                            }
+                            self.applied(&mut states, o, &resource);
+                        }
+                        WatchEvent::Deleted(o) => {
+                            if let Some(v) = o.metadata.resource_version.clone() {
+                                at = v;
+                            }
+                            self.deleted(&mut states, o, &resource);
+                        }
+                        WatchEvent::Bookmark(bm) => {
+                            at = bm.metadata.resource_version;
+                            bookmarks_seen = true;
+                        }
+                        WatchEvent::Error(s) if s.code == 410 => break Stopped::Expired,
+                        WatchEvent::Error(s) if s.code == 404 => break Stopped::Gone,
+                        WatchEvent::Error(s) => {
+                            break Stopped::Broken(format!(
+                                "the server sent an error: {} {}",
+                                s.code, s.message
+                            ));
+                        }
+                    }
+                    let n = states.iter().map(|s| s.kept.len()).max().unwrap_or(0);
+                    self.health.update(|w| {
+                        w.last_event_at = Some(SystemTime::now());
+                        w.objects = n;
+                    });
                 };
-                match ev {
-                    Event::Init => listing = Some(Vec::new()),
-                    Event::InitApply(o) => {
-                        if let Some(l) = listing.as_mut() {
-                            l.push(object_value(o, &resource));
-                        }
+                match stopped {
+                    Stopped::Joined => {}
+                    Stopped::Ended => {
+                        tracing::debug!(
+                            "kubernetes bindings: {watching}: the server ended the watch; watching on from {at}"
+                        );
+                        rv = Some(at);
                     }
-                    Event::InitDone => {
-                        let objects = listing.take().unwrap_or_default();
-                        for st in &mut states {
-                            st.listed(&self.shared, &objects);
-                        }
+                    Stopped::Silent if !bookmarks_seen => {
+                        // A server that sends no bookmarks: quiet is not
+                        // dead. Watch again from where it stood.
+                        tracing::debug!(
+                            "kubernetes bindings: {watching}: quiet for {}s; watching again",
+                            self.options.liveness.as_secs()
+                        );
+                        rv = Some(at);
                     }
-                    Event::Apply(o) => {
-                        let value = object_value(o, &resource);
-                        for st in states.iter_mut().filter(|s| s.synced) {
-                            if let Some((k, item)) = st.item(&self.shared, value.clone()) {
-                                st.apply(&self.shared, k, item);
-                            } else if let Some(k) = key_of(&value)
-                                && let Some(old) = st.kept.remove(&k)
-                            {
-                                // No longer matching (client-side): gone.
-                                st.publish(&self.shared);
-                                st.event(&self.shared, WatchEvent::Deleted, old.item);
-                            }
-                        }
+                    Stopped::Expired => {
+                        tracing::info!(
+                            "kubernetes bindings: {watching}: resourceVersion too old (410 Expired): listing again"
+                        );
                     }
-                    Event::Delete(o) => {
-                        let value = object_value(o, &resource);
-                        for st in states.iter_mut().filter(|s| s.synced) {
-                            let Some(k) = key_of(&value) else { continue };
-                            if st.kept.remove(&k).is_some() {
-                                st.publish(&self.shared);
-                                if let Some((_, item)) = st.item(&self.shared, value.clone()) {
-                                    st.event(&self.shared, WatchEvent::Deleted, item.item);
-                                }
-                            }
+                    Stopped::Gone => {
+                        self.kind_gone(&what, &mut states);
+                        was_gone = true;
+                        continue 'kind;
+                    }
+                    // A CRD deleted ends its watches: not a failure.
+                    _ if matches!(
+                        resolve(&self.cluster, &resource.api_version, &resource.kind).await,
+                        Ok(None)
+                    ) =>
+                    {
+                        self.kind_gone(&what, &mut states);
+                        was_gone = true;
+                        continue 'kind;
+                    }
+                    other => {
+                        failures += 1;
+                        let why = match other {
+                            Stopped::Silent => format!(
+                                "no event nor bookmark for {}s",
+                                self.options.liveness.as_secs_f64()
+                            ),
+                            Stopped::Broken(e) => e,
+                            _ => "stopped".to_string(),
+                        };
+                        self.restart(&watching, &why, failures);
+                        if !pause(backoff(failures), &token).await {
+                            return;
                         }
                     }
                 }
             }
+        }
+    }
+
+    /// Looks the kind up until it is served (after each CRD change, else
+    /// every 30 s); meanwhile the watch shows as waiting and its bindings
+    /// count as synchronized with nothing. `None` when cancelled.
+    async fn resolve_waiting(
+        &mut self,
+        what: &str,
+        states: &mut Vec<SubState>,
+        subs: &mut watch::Receiver<Vec<Sub>>,
+        token: &CancellationToken,
+        was_gone: bool,
+    ) -> Option<(ApiResource, bool)> {
+        let b = self.template.clone();
+        let mut told = was_gone;
+        let mut fast_until: Option<Instant> = None;
+        let mut failing: Option<String> = None;
+        loop {
+            let found = match &b.api_version {
+                Some(v) => resolve(&self.cluster, v, &b.kind).await,
+                None => resolve_any_group(&self.cluster, &b.kind).await,
+            };
+            match found {
+                Ok(Some(r)) => {
+                    if told {
+                        tracing::info!("kubernetes bindings: {what} is served now: starting");
+                    }
+                    return Some(r);
+                }
+                Ok(None) => {
+                    failing = None;
+                    if !told {
+                        tracing::warn!(
+                            "kubernetes bindings: {what} is not served (its CRD not installed?): waiting for it"
+                        );
+                        told = true;
+                    }
+                    adopt(states, &subs.borrow_and_update(), &b.kind);
+                    self.set_bindings(states);
+                    self.waiting(what, states);
+                }
+                Err(e) => {
+                    let text = crate::cluster::error_text(&e);
+                    // Logged when it changes, not on every attempt.
+                    if failing.as_deref() != Some(text.as_str()) {
+                        tracing::warn!(
+                            "kubernetes bindings: resolving {what}: {text}; asking again"
+                        );
+                        self.health
+                            .update(|w| w.last_error = Some(format!("resolving the kind: {text}")));
+                        failing = Some(text);
+                    }
+                }
+            }
+            let delay = Duration::from_secs(if fast_until.is_some_and(|t| Instant::now() < t) {
+                1
+            } else if failing.is_some() {
+                5
+            } else {
+                30
+            });
+            let crds_alive = self.crds.is_some();
+            tokio::select! {
+                _ = token.cancelled() => return None,
+                _ = tokio::time::sleep(delay) => {}
+                changed = async {
+                    match self.crds.as_mut() {
+                        Some(rx) => rx.changed().await.is_ok(),
+                        None => std::future::pending().await,
+                    }
+                }, if crds_alive => {
+                    if changed {
+                        fast_until = Some(Instant::now() + Duration::from_secs(10));
+                    } else {
+                        self.crds = None;
+                    }
+                }
+                changed = subs.changed() => {
+                    if changed.is_err() {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The kind is not served: every binding counts as synchronized with
+    /// an empty snapshot, so its objects arrive as `Added` once it is.
+    fn waiting(&self, what: &str, states: &mut [SubState]) {
+        for st in states.iter_mut() {
+            if !st.synced {
+                st.synced = true;
+                st.publish(&self.shared);
+                st.sub.synced.send_replace(Sync::Waiting);
+            }
+        }
+        self.health.update(|w| {
+            w.state = WatchState::WaitingForKind;
+            w.last_error = Some(format!("waiting for kind {what}: not served"));
+            w.objects = 0;
+        });
+    }
+
+    /// The kind stopped being served: its objects are gone.
+    fn kind_gone(&self, what: &str, states: &mut [SubState]) {
+        let n: usize = states.iter().map(|s| s.kept.len()).max().unwrap_or(0);
+        tracing::warn!(
+            "kubernetes bindings: {what} is no longer served (its CRD deleted?): {n} objects gone; waiting for it to come back"
+        );
+        for st in states.iter_mut().filter(|s| s.synced) {
+            let kept = std::mem::take(&mut st.kept);
+            st.publish(&self.shared);
+            for (_, old) in kept {
+                st.event(&self.shared, HookWatchEvent::Deleted, old.item);
+            }
+        }
+    }
+
+    fn restart(&self, watching: &str, why: &str, failures: u32) {
+        tracing::warn!(
+            "kubernetes bindings: watch of {watching} stopped delivering: {why}; listing and watching again (restart {failures} in a row)"
+        );
+        self.health.restarted(why, failures);
+    }
+
+    fn set_bindings(&self, states: &[SubState]) {
+        let names: Vec<String> = states.iter().map(|s| short(&s.sub.binding)).collect();
+        self.health.update(|w| w.bindings = names);
+    }
+
+    /// Lists page by page, each object filtered at once (only what the
+    /// bindings keep stays; an unchanged object's new entry is dropped at
+    /// once, so a relist holds the snapshot once, plus what changed), then
+    /// hands each binding its list: the snapshot at first, what changed as
+    /// events after. Returns the list's resourceVersion.
+    async fn list(
+        &self,
+        api: &Api<DynamicObject>,
+        lp: &ListParams,
+        resource: &ApiResource,
+        states: &mut [SubState],
+    ) -> Result<String, kube::Error> {
+        let mut lists: Vec<Listing> = states.iter().map(|_| Listing::default()).collect();
+        let mut lp = lp.clone();
+        let mut rv: Option<String> = None;
+        loop {
+            let page = self.cluster.request(api.list(&lp)).await?;
+            if rv.is_none() {
+                rv = page.metadata.resource_version.clone();
+            }
+            for o in page.items {
+                let value = object_value(o, resource);
+                for (st, l) in states.iter().zip(lists.iter_mut()) {
+                    if let Some((k, kept)) = st.item(&self.shared, &value) {
+                        l.take(st, k, kept);
+                    }
+                }
+            }
+            match page.metadata.continue_ {
+                Some(c) if !c.is_empty() => lp.continue_token = Some(c),
+                _ => break,
+            }
+        }
+        let n = states
+            .iter()
+            .zip(&lists)
+            .map(|(st, l)| {
+                if st.synced {
+                    l.seen.len()
+                } else {
+                    l.changed.len()
+                }
+            })
+            .max()
+            .unwrap_or(0);
+        // Before the bindings hear of it: who waits for them sees it.
+        // `last_error` stays: why it last stopped.
+        self.health.update(|w| {
+            w.state = WatchState::Synced;
+            w.objects = n;
+        });
+        for (st, l) in states.iter_mut().zip(lists) {
+            st.listed(&self.shared, l);
+        }
+        Ok(rv.unwrap_or_default())
+    }
+
+    fn applied(&self, states: &mut [SubState], o: DynamicObject, resource: &ApiResource) {
+        let value = object_value(o, resource);
+        for st in states.iter_mut().filter(|s| s.synced) {
+            if let Some((k, item)) = st.item(&self.shared, &value) {
+                st.apply(&self.shared, k, item);
+            } else if let Some(k) = key_of(&value)
+                && let Some(old) = st.kept.remove(&k)
+            {
+                // No longer matching (client-side): gone.
+                st.publish(&self.shared);
+                st.event(&self.shared, HookWatchEvent::Deleted, old.item);
+            }
+        }
+    }
+
+    fn deleted(&self, states: &mut [SubState], o: DynamicObject, resource: &ApiResource) {
+        let value = object_value(o, resource);
+        let Some(k) = key_of(&value) else { return };
+        for st in states.iter_mut().filter(|s| s.synced) {
+            if let Some(old) = st.kept.remove(&k) {
+                st.publish(&self.shared);
+                // The object as deleted, when the binding still takes it.
+                let item = st
+                    .item(&self.shared, &value)
+                    .map(|(_, k)| k.item)
+                    .unwrap_or(old.item);
+                st.event(&self.shared, HookWatchEvent::Deleted, item);
+            }
+        }
+    }
+}
+
+/// One binding's side of a (re)list in progress.
+#[derive(Default)]
+struct Listing {
+    /// Objects listed.
+    seen: std::collections::HashSet<ObjKey>,
+    /// A relist: the objects new or changed (their checksum); the initial
+    /// list: every object.
+    changed: Vec<(ObjKey, Kept)>,
+    /// A relist: kept objects that changed where the filter does not
+    /// look, replaced quietly.
+    fresher: Vec<(ObjKey, Kept)>,
+}
+
+impl Listing {
+    fn take(&mut self, st: &SubState, k: ObjKey, new: Kept) {
+        if !st.synced {
+            self.changed.push((k, new));
+            return;
+        }
+        // Applied only once the whole list is in: a list that fails
+        // half-way leaves the snapshot and its events as they were.
+        match st.kept.get(&k) {
+            Some(old) if old.checksum == new.checksum => {
+                if old.item.object != new.item.object {
+                    self.fresher.push((k.clone(), new));
+                }
+            }
+            _ => self.changed.push((k.clone(), new)),
+        }
+        self.seen.insert(k);
+    }
+}
+
+/// Makes `states` the bindings of `list`: gone ones dropped, new ones
+/// added (not synchronized yet).
+fn adopt(states: &mut Vec<SubState>, list: &[Sub], kind: &str) {
+    states.retain(|s| list.iter().any(|n| n.key == s.sub.key));
+    for sub in list {
+        if !states.iter().any(|s| s.sub.key == sub.key) {
+            states.push(SubState::new(sub.clone(), kind));
         }
     }
 }
@@ -529,7 +1175,7 @@ fn object_value(mut o: DynamicObject, resource: &ApiResource) -> Value {
 }
 
 /// (namespace, name) of an object.
-fn key_of(o: &Value) -> Option<(String, String)> {
+fn key_of(o: &Value) -> Option<ObjKey> {
     let meta = |k: &str| {
         o.pointer(&format!("/metadata/{k}"))
             .and_then(Value::as_str)
@@ -548,19 +1194,23 @@ fn who(b: &KubeBindingRef) -> String {
     }
 }
 
+/// `module/hook: binding` (`hook: binding` for a global hook).
+fn short(b: &KubeBindingRef) -> String {
+    match &b.module {
+        Some(m) => format!("{m}/{}: {}", b.hook, b.binding.name),
+        None => format!("{}: {}", b.hook, b.binding.name),
+    }
+}
+
 impl SubState {
     /// The initial list (or a relist): the snapshot at first, then what
     /// changed meanwhile as events.
-    fn listed(&mut self, sh: &Shared, objects: &[Value]) {
-        let new: HashMap<(String, String), Kept> = objects
-            .iter()
-            .filter_map(|o| self.item(sh, o.clone()))
-            .collect();
+    fn listed(&mut self, sh: &Shared, list: Listing) {
         if !self.synced {
-            self.kept = new;
+            self.kept = list.changed.into_iter().collect();
             self.publish(sh);
             self.synced = true;
-            self.sub.synced.send_replace(true);
+            self.sub.synced.send_replace(Sync::Synced);
             tracing::info!(
                 "{}: synchronized, {} objects",
                 who(&self.sub.binding),
@@ -568,27 +1218,42 @@ impl SubState {
             );
             return;
         }
-        let gone: Vec<_> = self
+        // The differences, applied at once and published once (the
+        // contexts carry the snapshot as it is after the relist, as
+        // shell-operator's carry it as it is when the hook runs).
+        let mut events = Vec::new();
+        let gone: Vec<ObjKey> = self
             .kept
             .keys()
-            .filter(|k| !new.contains_key(*k))
+            .filter(|k| !list.seen.contains(*k))
             .cloned()
             .collect();
         for k in gone {
             if let Some(old) = self.kept.remove(&k) {
-                self.publish(sh);
-                self.event(sh, WatchEvent::Deleted, old.item);
+                events.push((HookWatchEvent::Deleted, old.item));
             }
         }
-        for (k, item) in new {
-            self.apply(sh, k, item);
+        self.kept.extend(list.fresher);
+        for (k, item) in list.changed {
+            let ev = if self.kept.contains_key(&k) {
+                HookWatchEvent::Modified
+            } else {
+                HookWatchEvent::Added
+            };
+            events.push((ev, item.item.clone()));
+            self.kept.insert(k, item);
         }
+        self.publish(sh);
+        for (ev, item) in events {
+            self.event(sh, ev, item);
+        }
+        self.sub.synced.send_replace(Sync::Synced);
     }
 
     /// An object as this binding keeps it; `None` when it does not match
     /// or its jqFilter fails (logged).
-    fn item(&self, sh: &Shared, value: Value) -> Option<((String, String), Kept)> {
-        if !self.matcher.matches(&value, &|_| None) {
+    fn item(&self, sh: &Shared, value: &Value) -> Option<(ObjKey, Kept)> {
+        if !self.matcher.matches(value, &|_| None) {
             return None;
         }
         let b = &self.sub.binding.binding;
@@ -597,16 +1262,18 @@ impl SubState {
         full.keep_full_objects_in_memory = true;
         // The jqFilter may run in the jq worker process: a blocking call,
         // so this runtime thread hands its other tasks over meanwhile.
-        let item = match tokio::task::block_in_place(|| SnapshotObject::new(&full, value, &sh.jq)) {
-            Ok(i) => i,
-            Err(e) => {
-                tracing::error!("{}: {e}", who(&self.sub.binding));
-                return None;
-            }
-        };
+        let item =
+            match tokio::task::block_in_place(|| SnapshotObject::new(&full, value.clone(), &sh.jq))
+            {
+                Ok(i) => i,
+                Err(e) => {
+                    tracing::error!("{}: {e}", who(&self.sub.binding));
+                    return None;
+                }
+            };
         let checksum = match &b.jq_filter {
-            Some(_) => checksum(item.filter_result.as_ref()),
-            None => checksum(item.object.as_ref()),
+            Some(_) => checksum(item.filter_result.as_deref()),
+            None => checksum(item.object.as_deref()),
         };
         // As shell-operator's informer: the checksum is of the whole
         // object, then `keepFullObjectsInMemory: false` drops it from the
@@ -623,10 +1290,10 @@ impl SubState {
 
     /// A listed or applied object: `Added`, `Modified` when its checksum
     /// changed, nothing otherwise.
-    fn apply(&mut self, sh: &Shared, k: (String, String), new: Kept) {
+    fn apply(&mut self, sh: &Shared, k: ObjKey, new: Kept) {
         let ev = match self.kept.get(&k) {
-            None => WatchEvent::Added,
-            Some(old) if old.checksum != new.checksum => WatchEvent::Modified,
+            None => HookWatchEvent::Added,
+            Some(old) if old.checksum != new.checksum => HookWatchEvent::Modified,
             Some(_) => {
                 // Same filter result: keep the fresher object quietly.
                 self.kept.insert(k, new);
@@ -640,10 +1307,10 @@ impl SubState {
         self.event(sh, ev, item);
     }
 
-    /// Writes the snapshot where the session reads it.
+    /// Writes the snapshot where the session reads it: the kept entries
+    /// themselves (shared, in namespace and name order), not copies.
     fn publish(&self, sh: &Shared) {
-        let mut items: Vec<SnapshotObject> = self.kept.values().map(|k| k.item.clone()).collect();
-        sort_snapshot(&mut items);
+        let items: Vec<SnapshotObject> = self.kept.values().map(|k| k.item.clone()).collect();
         sh.live
             .write()
             .unwrap_or_else(|p| p.into_inner())
@@ -653,7 +1320,7 @@ impl SubState {
     }
 
     /// Sends an `Event` context when the binding runs on it.
-    fn event(&self, sh: &Shared, ev: WatchEvent, item: SnapshotObject) {
+    fn event(&self, sh: &Shared, ev: HookWatchEvent, item: SnapshotObject) {
         let b = &self.sub.binding.binding;
         if !b.execute_hook_on_event.contains(&ev) {
             return;
@@ -836,6 +1503,143 @@ mod tests {
             ))
         );
         assert_eq!(found("NoSuchKind").await, None);
+    }
+
+    /// A global hook's kubernetes binding from its `--config` JSON.
+    fn binding(json: &str) -> KubeBindingRef {
+        let c = crate::hooks::config::parse_config(
+            "h.sh",
+            crate::hooks::HookKind::Global,
+            &format!(r#"{{"configVersion":"v1","kubernetes":[{json}]}}"#),
+        )
+        .unwrap();
+        KubeBindingRef {
+            module: None,
+            hook: "h.sh".into(),
+            binding: c.kubernetes[0].clone(),
+        }
+    }
+
+    fn watch_health(status: &Arc<RwLock<Status>>) -> Vec<WatchHealth> {
+        status.read().unwrap().watches.clone()
+    }
+
+    async fn until(what: &str, mut f: impl FnMut() -> bool) {
+        for _ in 0..200 {
+            if f() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("not within 10s: {what}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn watch_health_shows_restarts_relists_and_kinds_waited_for_against_fake_apiserver() {
+        let fake = fake_apiserver::FakeApiServer::new();
+        fake.set_bookmark_interval(Duration::from_millis(200));
+        let cluster = Cluster::from_client(
+            fake.client(),
+            crate::cluster::RateLimit { qps: 0.0, burst: 1 },
+        );
+        let status = Arc::new(RwLock::new(Status::default()));
+        let mut kw = KubeWatches::new(
+            status.clone(),
+            WatchOptions {
+                liveness: Duration::from_secs(1),
+            },
+        );
+        let shutdown = CancellationToken::new();
+        let jq = JqRunner::default();
+        let started = kw.set(
+            vec![
+                binding(r#"{"name":"cms","apiVersion":"v1","kind":"ConfigMap"}"#),
+                binding(r#"{"name":"ws","apiVersion":"example.com/v1","kind":"Widget"}"#),
+            ],
+            &cluster,
+            &jq,
+            &shutdown,
+        );
+        // The missing kind does not hold the converge up.
+        let late = kw.wait_synced(&started, Duration::from_secs(10)).await;
+        assert!(late.is_empty(), "{late:?}");
+        let h = watch_health(&status);
+        assert_eq!(h.len(), 2);
+        let cms = h.iter().find(|w| w.kind.contains("ConfigMap")).unwrap();
+        assert_eq!(cms.state, WatchState::Synced);
+        assert_eq!(cms.bindings, ["h.sh: cms"]);
+        assert_eq!((cms.relists, cms.restarts), (0, 0));
+        let ws = h.iter().find(|w| w.kind.contains("Widget")).unwrap();
+        assert_eq!(ws.state, WatchState::WaitingForKind);
+        assert!(
+            ws.last_error
+                .as_deref()
+                .unwrap()
+                .contains("waiting for kind"),
+            "{ws:?}"
+        );
+        // Bookmarks keep a quiet watch alive past the liveness deadline.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let cms = |s: &Arc<RwLock<Status>>| {
+            watch_health(s)
+                .into_iter()
+                .find(|w| w.kind.contains("ConfigMap"))
+                .unwrap()
+        };
+        assert_eq!(cms(&status).restarts, 0, "{:?}", cms(&status));
+
+        // Killed: one restart, one relist, synced again.
+        fake.kill_watches();
+        until("a restart and a relist", || {
+            let w = cms(&status);
+            w.restarts == 1 && w.relists == 1 && w.state == WatchState::Synced
+        })
+        .await;
+        let st = status.read().unwrap().clone();
+        assert_eq!(st.watch_restarts_total, 1);
+        assert!(st.watch_relists_total >= 1);
+        assert_eq!(st.watches_dead, 0);
+        assert!(cms(&status).last_error.unwrap().contains("the connection"));
+
+        // Frozen: restarted at the liveness deadline.
+        fake.freeze_watches();
+        until("a restart after silence", || cms(&status).restarts == 2).await;
+        assert!(
+            cms(&status)
+                .last_error
+                .unwrap()
+                .contains("no event nor bookmark"),
+        );
+
+        // The CRD installed: the waiting watch starts.
+        let crds: Api<DynamicObject> = Api::all_with(
+            fake.client(),
+            &ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+                "customresourcedefinitions",
+            ),
+        );
+        let crd: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                "versions": [{"name": "v1", "served": true, "storage": true}]},
+        }))
+        .unwrap();
+        crds.create(&Default::default(), &crd).await.unwrap();
+        until("the widget watch synced", || {
+            watch_health(&status)
+                .iter()
+                .any(|w| w.kind == "example.com/v1 Widget" && w.state == WatchState::Synced)
+        })
+        .await;
+
+        // Stopped: the entries go.
+        kw.clear();
+        until("entries removed", || watch_health(&status).is_empty()).await;
+        shutdown.cancel();
     }
 
     #[test]

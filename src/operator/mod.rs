@@ -29,7 +29,10 @@
 //!   binding of the global hooks and of the enabled modules' hooks keeps
 //!   its snapshot for every hook run; after the initial list, events run
 //!   the hook with an `Event` context, and changed values run its module
-//!   again (a global hook's: converge).
+//!   again (a global hook's: converge). A watch that stops delivering
+//!   (broken, silent past its liveness deadline) is restarted and
+//!   re-synchronized; a kind whose CRD appears later starts then; each
+//!   watch's health is in [`Status::watches`].
 //! - **Drift** ([`crate::drift`]): after each successful module run, the
 //!   objects of its release are watched (metadata only); one deleted is
 //!   restored alone, one changed is re-applied or reported per the module's
@@ -84,7 +87,8 @@ use crate::hooks::{BindingType, RunOptions};
 use crate::module::{DependencyGraph, ModuleError, ModulesSettings, OfflineConfig, Session};
 use crate::release;
 use configmap::ConfigSource;
-pub use state::{ModuleStatus, Phase, Status};
+pub use kube_events::WatchOptions;
+pub use state::{ModuleStatus, Phase, Status, WatchHealth, WatchState};
 
 /// How long a converge waits for new kubernetes bindings' initial lists
 /// before their hooks run with what is listed so far.
@@ -133,6 +137,9 @@ pub struct Settings {
     pub metrics_prefix: String,
     /// Run only while holding this Lease (`--leader-elect`).
     pub leader: Option<leader::LeaderSettings>,
+    /// How watches of kubernetes bindings tell a dead connection from a
+    /// quiet one.
+    pub watch: WatchOptions,
 }
 
 impl Settings {
@@ -156,6 +163,7 @@ impl Settings {
             debug_http_addr: None,
             metrics_prefix: metrics::DEFAULT_PREFIX.to_string(),
             leader: None,
+            watch: WatchOptions::default(),
         }
     }
 }
@@ -461,6 +469,7 @@ pub async fn run(
         signals.shutdown.clone(),
     );
     let metrics = Arc::new(metrics::Metrics::new(&settings.metrics_prefix)?);
+    let kube = kube_events::KubeWatches::new(status.clone(), settings.watch);
     let mut ctx = Ctx {
         settings,
         cluster,
@@ -486,7 +495,6 @@ pub async fn run(
             }
         }
     });
-    let kube = kube_events::KubeWatches::default();
     let queues = queue::Queues::new(
         ctx.clone(),
         kube.live(),

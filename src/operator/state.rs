@@ -2,8 +2,9 @@
 //! metrics, the debug API and the status page: a module's phase, its last
 //! error and how many times in a row it failed, its last deployed revision,
 //! how long its runs take and the drift of its released objects; the hook
-//! run queues. Written by the converge loop, the queues' workers and the
-//! drift task; readers take a snapshot.
+//! run queues; the health of every shared watch of the kubernetes bindings.
+//! Written by the converge loop, the queues' workers, the watch tasks and
+//! the drift task; readers take a snapshot.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -90,6 +91,16 @@ pub struct Status {
     pub queues: Vec<QueueStatus>,
     /// Drift counters and restore latencies, updated in place.
     pub drift_metrics: crate::drift::Metrics,
+    /// The shared watches of the kubernetes bindings, by key.
+    pub watches: Vec<WatchHealth>,
+    /// Watch restarts after a failure (a broken connection, a silent one,
+    /// an error), all watches, since start.
+    pub watch_restarts_total: u64,
+    /// Relists after the initial list (restarts, `410 Expired`, a binding
+    /// joining, a kind coming back), all watches, since start.
+    pub watch_relists_total: u64,
+    /// Watches restarting or failed now (`Restarting` or `Failed`).
+    pub watches_dead: u64,
 }
 
 /// One queue, as addon-operator's `/queue/list` shows it.
@@ -114,4 +125,56 @@ pub struct QueueTask {
     /// From 1, the head first.
     pub index: usize,
     pub description: String,
+}
+
+/// Where a shared watch is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub enum WatchState {
+    /// Resolving its kind, listing or opening the watch for the first time.
+    Starting,
+    /// Listed, and the watch delivers.
+    Synced,
+    /// Its kind is not served (its CRD not installed, or deleted): it
+    /// starts when the kind appears.
+    WaitingForKind,
+    /// It stopped delivering (`last_error` says why) and is being listed
+    /// and watched again.
+    Restarting,
+    /// Restarts keep failing (5 in a row, `last_error`); still retried,
+    /// with backoff up to 30 s.
+    Failed,
+}
+
+/// One shared watch: what it asks the server, who uses it, and whether it
+/// delivers.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct WatchHealth {
+    /// Tells a watch from a later one with the same key.
+    #[serde(skip)]
+    pub id: u64,
+    /// What the server is asked (apiVersion, kind, namespaces, selectors),
+    /// the watch's identity.
+    pub key: String,
+    /// The kind as the bindings name it (resolved: `Kind.group/version`
+    /// once served).
+    pub kind: String,
+    /// Namespaces watched; empty: all.
+    pub namespaces: Vec<String>,
+    /// The bindings on it (`module/hook: binding`, `hook: binding` for a
+    /// global hook).
+    pub bindings: Vec<String>,
+    pub state: WatchState,
+    /// When the watch started (its age is now minus this).
+    pub started_at: SystemTime,
+    /// When the server last sent anything (an object event or a bookmark).
+    pub last_event_at: Option<SystemTime>,
+    /// Objects the watch holds (the most over its bindings).
+    pub objects: usize,
+    /// Relists after the initial list.
+    pub relists: u64,
+    /// Restarts after a failure.
+    pub restarts: u64,
+    /// Why it last stopped delivering, or why its kind is not served.
+    pub last_error: Option<String>,
 }

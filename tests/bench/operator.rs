@@ -7,7 +7,9 @@
 //! writes unchanged, ≤ 64 MiB). Then issue 28's memory figure: `antiopa run`
 //! watching 10,000 ConfigMaps through 3 kubernetes bindings with jqFilters
 //! (keepFullObjectsInMemory false), its RSS once converged beside the same
-//! operator with no bindings (goal ≤ 8 MiB per 1,000 objects above idle).
+//! operator with no bindings (goal ≤ 8 MiB per 1,000 objects above idle),
+//! and again after the fake forced every watch to list again (`410
+//! Expired`): a relist must not double it.
 
 use std::path::Path;
 use std::process::Command;
@@ -153,9 +155,22 @@ fn watching_tree(dir: &Path, bindings: bool) {
         .unwrap();
 }
 
+/// The resident memory of process `pid`, in MiB.
+fn rss(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kb / 1024.0
+}
+
 /// Runs `antiopa run` on `dir` until it has converged and settled, then
-/// returns its resident memory (MiB) and stops it.
-fn settled_rss(dir: &Path, kubeconfig: &Path) -> f64 {
+/// returns its resident memory (MiB) and stops it. With `relist`, also
+/// its memory after that fake forced every watch to list again (`410
+/// Expired`) and it settled again.
+fn settled_rss(dir: &Path, kubeconfig: &Path, relist: Option<&FakeApiServer>) -> (f64, f64) {
     let log = dir.join("op.log");
     let mut child = Command::new(env!("CARGO_BIN_EXE_antiopa"))
         .args(["run", "--rescan-interval", "0"])
@@ -181,15 +196,28 @@ fn settled_rss(dir: &Path, kubeconfig: &Path) -> f64 {
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_secs(3));
-    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
-    let kb: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
+    let settled = rss(child.id());
+    let mut after = settled;
+    if let Some(fake) = relist {
+        let lists = || {
+            std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .matches("kubernetes bindings: watching v1 configmaps")
+                .count()
+        };
+        let before = lists();
+        fake.expire_watches();
+        let end = Instant::now() + Duration::from_secs(120);
+        while lists() == before {
+            assert!(Instant::now() < end, "no relist after 410");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        std::thread::sleep(Duration::from_secs(3));
+        after = rss(child.id());
+    }
     let _ = child.kill();
     let _ = child.wait();
-    kb / 1024.0
+    (settled, after)
 }
 
 fn watch_memory(fake: &FakeApiServer, kubeconfig: &Path) {
@@ -215,16 +243,20 @@ fn watch_memory(fake: &FakeApiServer, kubeconfig: &Path) {
     }
     let idle_dir = tempfile::tempdir().unwrap();
     watching_tree(idle_dir.path(), false);
-    let idle = settled_rss(idle_dir.path(), kubeconfig);
+    let (idle, _) = settled_rss(idle_dir.path(), kubeconfig, None);
     let dir = tempfile::tempdir().unwrap();
     watching_tree(dir.path(), true);
-    let watching = settled_rss(dir.path(), kubeconfig);
+    let (watching, relisted) = settled_rss(dir.path(), kubeconfig, Some(fake));
     println!(
         "watches: {OBJECTS} ConfigMaps × 3 bindings with jqFilters, keepFullObjectsInMemory false"
     );
     println!(
         "  RSS idle {idle:5.1} MiB, watching {watching:5.1} MiB: {:4.2} MiB per 1,000 objects above idle   (goal: ≤ 8)",
         (watching - idle) / (OBJECTS as f64 / 1000.0)
+    );
+    println!(
+        "  after a forced relist (410 Expired): {relisted:5.1} MiB, {:4.2} MiB per 1,000 objects above idle   (goal: a relist does not double it)",
+        (relisted - idle) / (OBJECTS as f64 / 1000.0)
     );
 }
 

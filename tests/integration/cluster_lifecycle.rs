@@ -64,10 +64,7 @@ async fn archive_restore_and_cleanup_keep_data_and_history_against_fake_apiserve
         out.contains("release \"db\" archived (revision 1, 2 objects deleted, 1 kept)"),
         "{out}"
     );
-    assert!(
-        out.contains("kept: PersistentVolumeClaim data"),
-        "{out}"
-    );
+    assert!(out.contains("kept: PersistentVolumeClaim data"), "{out}");
     assert!(!kubectl_exists(kc, "deployment/db").await);
     assert!(!kubectl_exists(kc, "service/db").await);
     assert!(kubectl_exists(kc, "persistentvolumeclaim/data").await);

@@ -403,7 +403,10 @@ kubernetes:
             .collect()
     };
     assert_eq!(names("web-pods"), ["a/x"]);
-    assert_eq!(snaps["web-pods"][0].filter_result, Some(json!("x")));
+    assert_eq!(
+        snaps["web-pods"][0].filter_result.as_deref(),
+        Some(&json!("x"))
+    );
     assert_eq!(names("running"), ["a/x", "b/z"]);
     assert_eq!(snaps["running"][0].object, None);
 }

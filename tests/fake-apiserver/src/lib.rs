@@ -5,15 +5,17 @@
 //! antiopa's applier depends on the server:
 //!
 //! - routing and discovery (`/api`, `/apis`, `/api/v1`, `/apis/{g}/{v}`, `/version`) driven by one
-//!   resource table ([`resources`]), with CRDs adding their served versions (Established at once);
+//!   resource table ([`resources`]), with CRDs adding their served versions (Established at once) and taking them away
+//!   when deleted (their objects deleted with DELETED events first, their watches ended);
 //!   `/openapi/v3` lists every group version with its PATCH operations' `fieldValidation`
 //!   parameter, so kubectl and helm leave validation to the server as with a real 1.32 server
 //!   ([`openapi`]; no schemas, `/openapi/v2` answers 404);
 //! - objects with `uid`, `creationTimestamp`, `generation` and a `resourceVersion` from one global
 //!   counter; a write that changes nothing bumps nothing and emits no event;
-//! - LIST with label and field selectors, WATCH from a resourceVersion (410 Expired below the
+//! - LIST with label and field selectors and pages (`limit`/`continue`), WATCH from a resourceVersion (410 Expired below the
 //!   retained log, see [`FakeApiServer::compact`]), selector transitions, `timeoutSeconds` (capped
-//!   by [`FakeApiServer::set_watch_timeout`]) and a closing BOOKMARK when bookmarks are allowed;
+//!   by [`FakeApiServer::set_watch_timeout`]) and periodic and closing BOOKMARKs when bookmarks
+//!   are allowed;
 //!   `as=PartialObjectMetadata` responses for kube's `*_metadata` calls;
 //! - the `/status` subresource (main-resource writes keep status; `generation` follows spec) and
 //!   `/scale` for Deployments, StatefulSets and ReplicaSets (`kubectl scale`, the HPA), plus the
@@ -39,6 +41,14 @@
 //! [`FakeApiServer::inject`] fails, delays, or deletes-before the next matching requests. Setting
 //! `FAKE_APISERVER_LOG` logs each request's method, URI and media types to stderr.
 //!
+//! Watch faults: [`FakeApiServer::kill_watches`] breaks every open watch connection abruptly,
+//! [`FakeApiServer::freeze_watches`] keeps them open but silent, [`FakeApiServer::expire_watches`]
+//! compacts and ends them with `410 Expired`; over HTTP the same are
+//! `POST /fake-admin/watches/kill` and `POST /fake-admin/watches/freeze` (answering
+//! `{"watches": N}`, the number open). Bookmark-enabled watches get a BOOKMARK every
+//! [`FakeApiServer::set_bookmark_interval`] (one minute by default); a deleted CRD ends the
+//! watches of its kinds.
+//!
 //! ```no_run
 //! # async fn demo() {
 //! let server = fake_apiserver::FakeApiServer::new();
@@ -55,7 +65,7 @@
 //! Known simplifications: one stored version per resource (no conversion), no admission, no
 //! protobuf or Table output (protobuf *input* is decoded only for the kinds [`protobuf`]
 //! declares; others get 415), no aggregated discovery (clients fall back to the legacy
-//! endpoints), LIST ignores `limit`/`continue`, only the built-in list/map types in [`schema`]
+//! endpoints), LIST pages (`limit`/`continue`) show later pages as they are now rather than as of the first page, only the built-in list/map types in [`schema`]
 //! are typed (CRD schemas' `x-kubernetes-list-type` is not read), Update managers are not
 //! capped at 10, no kubectl client-side-apply annotation handling, and the garbage collector
 //! runs synchronously.
@@ -338,6 +348,50 @@ impl FakeApiServer {
     /// the client's `timeoutSeconds`.
     pub fn set_watch_timeout(&self, d: Option<Duration>) {
         lock(&self.shared).watch_cap = d;
+    }
+
+    /// Breaks every open watch connection abruptly, as a network failure or a restarted
+    /// apiserver would: the response body ends with an error (over HTTP, the connection is
+    /// dropped without the final chunk). Clients must watch again; new watches work.
+    /// Returns how many watches were open.
+    pub fn kill_watches(&self) -> usize {
+        self.control_watches(server::WatchControl::Kill)
+    }
+
+    /// Freezes every open watch connection: it stays open but nothing more is sent on it, not
+    /// even bookmarks, as a half-dead connection behind a NAT or a stuck apiserver. Only a
+    /// client-side liveness deadline gets the client out. New watches work. Returns how many
+    /// watches were open.
+    pub fn freeze_watches(&self) -> usize {
+        self.control_watches(server::WatchControl::Freeze)
+    }
+
+    /// Forgets the watch event log ([`FakeApiServer::compact`]) and ends every open watch with
+    /// an `ERROR` event `410 Expired` (frozen ones too), as the watch cache does to watchers it
+    /// drops: clients must list again. Returns how many watches were open.
+    pub fn expire_watches(&self) -> usize {
+        self.compact();
+        self.control_watches(server::WatchControl::Expire)
+    }
+
+    fn control_watches(&self, c: server::WatchControl) -> usize {
+        let st = lock(&self.shared);
+        let _ = st.watch_ctl.send(c);
+        st.open_watches.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Watch streams open now (frozen ones included until their client closes them).
+    pub fn open_watches(&self) -> usize {
+        lock(&self.shared)
+            .open_watches
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// How often watches that allow bookmarks (`allowWatchBookmarks=true`) get a BOOKMARK
+    /// (default one minute, as the watch cache); applies to watches opened afterwards.
+    pub fn set_bookmark_interval(&self, d: Duration) {
+        // A zero period would make no sense (and tokio's interval refuses it).
+        lock(&self.shared).bookmark_interval = d.max(Duration::from_millis(1));
     }
 
     /// Jobs (and run-to-completion Pods) complete as soon as they are written, standing in for

@@ -1,7 +1,8 @@
 //! `fake-apiserver` binary: serves the in-memory API server over plain HTTP, prints the bound
 //! address (one line on stdout), optionally writes a kubeconfig for it, and runs until killed.
 //! With `FAKE_APISERVER_LOG` set, every request's method, URI, `Content-Type`, `Accept` and user
-//! agent go to stderr (how helm's protobuf release writes were found).
+//! agent go to stderr (how helm's protobuf release writes were found). `POST
+//! /fake-admin/watches/kill` and `…/freeze` break or freeze every open watch connection.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -21,6 +22,9 @@ struct Args {
     /// Complete Jobs (and run-to-completion Pods) as soon as they are written.
     #[arg(long)]
     complete_jobs: bool,
+    /// How often bookmark-enabled watches get a BOOKMARK (seconds, fractions allowed).
+    #[arg(long, default_value_t = 60.0)]
+    bookmark_interval: f64,
     /// Report Deployments, StatefulSets, DaemonSets and ReplicaSets ready.
     #[arg(long)]
     workloads_ready: bool,
@@ -32,6 +36,7 @@ async fn main() -> std::io::Result<()> {
     let server = fake_apiserver::FakeApiServer::new();
     server.set_complete_jobs(args.complete_jobs);
     server.set_workloads_ready(args.workloads_ready);
+    server.set_bookmark_interval(std::time::Duration::from_secs_f64(args.bookmark_interval));
     let (addr, task) = server.serve(&args.listen).await?;
     if let Some(path) = &args.kubeconfig_out {
         server.write_kubeconfig(addr, path)?;

@@ -8,7 +8,6 @@
 #![allow(clippy::result_large_err)]
 
 use std::collections::{BTreeMap, VecDeque};
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -28,8 +27,34 @@ use crate::selector::{FieldSelector, LabelSelector};
 use crate::ssa::{self, ApplyError, Manager, Schema};
 use crate::{Fault, FaultAction, Stats};
 
-/// The body of every response (whole JSON, or a watch stream).
-pub type ResponseBody = UnsyncBoxBody<Bytes, Infallible>;
+/// The body of every response (whole JSON, or a watch stream). A watch stream killed by
+/// [`WatchControl::Kill`] ends with an error, so hyper drops the connection mid-body, as a
+/// broken network or a crashed apiserver would.
+pub type ResponseBody = UnsyncBoxBody<Bytes, BodyError>;
+
+/// Why a response body broke off.
+pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
+
+/// How often open watches that allow bookmarks get one by default (the watch cache's
+/// `bookmarkFrequency`).
+pub const BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
+
+/// What tests do to the watches open at the time ([`crate::FakeApiServer::kill_watches`], …).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchControl {
+    /// Break every open watch connection abruptly (the body ends with an error: no final
+    /// chunk, the TCP connection is dropped).
+    Kill,
+    /// Keep every open watch connection open but send nothing more, bookmarks included (a
+    /// frozen watch still obeys `Kill` and `Expire`).
+    Freeze,
+    /// End every open watch with an `ERROR` event `410 Expired`, as the watch cache does to a
+    /// watcher it dropped; the client must list again.
+    Expire,
+    /// The resource stopped being served (its CRD was deleted): its watches end, as the real
+    /// apiserver ends them when it tears down a custom resource's storage.
+    Unserve(StoreKey),
+}
 
 /// The Secret size limit (`corevalidation.MaxSecretSize`).
 pub const MAX_SECRET_SIZE: usize = 1024 * 1024;
@@ -62,6 +87,12 @@ pub struct State {
     pub stats: Stats,
     pub faults: Vec<Fault>,
     pub watch_cap: Option<Duration>,
+    /// How often watches that allow bookmarks get one.
+    pub bookmark_interval: Duration,
+    /// Tells the open watches to break, freeze or end.
+    pub watch_ctl: broadcast::Sender<WatchControl>,
+    /// Watch streams open now.
+    pub open_watches: Arc<std::sync::atomic::AtomicUsize>,
     /// What the absent controllers would do, when a test asks for it.
     pub controllers: Controllers,
 }
@@ -98,6 +129,9 @@ impl State {
             stats: Stats::default(),
             faults: Vec::new(),
             watch_cap: None,
+            bookmark_interval: BOOKMARK_INTERVAL,
+            watch_ctl: broadcast::channel(16).0,
+            open_watches: Arc::default(),
             controllers: Controllers::default(),
         };
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
@@ -280,6 +314,9 @@ impl State {
                     self.remove(r, &ons, &oname);
                 }
                 self.objects.remove(&r.key());
+            }
+            for r in &gone {
+                let _ = self.watch_ctl.send(WatchControl::Unserve(r.key()));
             }
             self.resources
                 .retain(|r| !(r.crd.is_some() && r.crd == crd));
@@ -667,13 +704,18 @@ fn details(res: &Resource, name: &str) -> Value {
     d
 }
 
+/// A whole body.
+pub fn full(b: Bytes) -> ResponseBody {
+    Full::new(b).map_err(|never| match never {}).boxed_unsync()
+}
+
 pub fn json_response(code: u16, v: &Value) -> Response<ResponseBody> {
     let body = serde_json::to_vec(v).unwrap_or_default();
     Response::builder()
         .status(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
         .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(body)).boxed_unsync())
-        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed_unsync()))
+        .body(full(Bytes::from(body)))
+        .unwrap_or_else(|_| Response::new(full(Bytes::new())))
 }
 
 pub fn status_value(code: u16, reason: &str, message: &str, details: Option<Value>) -> Value {
@@ -1464,8 +1506,20 @@ pub async fn handle(shared: Shared, req: Request<Bytes>) -> Response<ResponseBod
         if matches!(segs.as_slice(), ["healthz" | "readyz" | "livez"]) {
             return Response::builder()
                 .header("content-type", "text/plain")
-                .body(Full::new(Bytes::from_static(b"ok")).boxed_unsync())
-                .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed_unsync()));
+                .body(full(Bytes::from_static(b"ok")))
+                .unwrap_or_else(|_| Response::new(full(Bytes::new())));
+        }
+        if parts.method == Method::POST
+            && let ["fake-admin", "watches", what @ ("kill" | "freeze")] = segs.as_slice()
+        {
+            let c = if *what == "kill" {
+                WatchControl::Kill
+            } else {
+                WatchControl::Freeze
+            };
+            let _ = st.watch_ctl.send(c);
+            let n = st.open_watches.load(std::sync::atomic::Ordering::SeqCst);
+            return json_response(200, &json!({ "watches": n }));
         }
         if parts.method == Method::GET && segs.starts_with(&["openapi", "v3"]) {
             st.stats.discovery += 1;
@@ -1878,18 +1932,63 @@ fn list(
         Err(r) => return r,
     };
     let st = lock(shared);
+    // `limit` pages the list (kube-runtime's watcher asks 500 at a time); `continue` resumes
+    // after the last key of the previous page. Unlike etcd, later pages show objects as they
+    // are now, not as of the first page's resourceVersion (which every page reports): a
+    // watch from that version still gets every change since, so watchers stay exact.
+    let limit = q
+        .get("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .filter(|l| *l > 0);
+    let (after, list_rv) = match q.get("continue").filter(|c| !c.is_empty()) {
+        None => (None, st.rv),
+        Some(c) => match decode_continue(c) {
+            Some((rv, _)) if rv < st.floor => {
+                return status(
+                    410,
+                    "Expired",
+                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+                    None,
+                );
+            }
+            Some((rv, key)) => (Some(key), rv),
+            None => {
+                return status(
+                    400,
+                    "BadRequest",
+                    &format!("invalid continue token: {c}"),
+                    None,
+                );
+            }
+        },
+    };
+    let mut next: Option<String> = None;
     let items: Vec<Value> = st
         .objects
         .get(&res.key())
         .map(|m| {
-            m.iter()
-                .filter(|((ons, _), o)| {
-                    (ns.is_empty() || ons == ns) && ls.matches(o) && fs.matches(o)
-                })
-                .map(|(_, o)| present(&with_version(o, res), meta_only))
-                .collect()
+            let from = match &after {
+                Some(k) => std::ops::Bound::Excluded(k.clone()),
+                None => std::ops::Bound::Unbounded,
+            };
+            let mut out = Vec::new();
+            for ((ons, oname), o) in m.range((from, std::ops::Bound::Unbounded)) {
+                if !((ns.is_empty() || ons == ns) && ls.matches(o) && fs.matches(o)) {
+                    continue;
+                }
+                if limit.is_some_and(|l| out.len() == l) {
+                    next = Some(encode_continue(list_rv, ons, oname));
+                    break;
+                }
+                out.push(present(&with_version(o, res), meta_only));
+            }
+            out
         })
         .unwrap_or_default();
+    let mut metadata = json!({"resourceVersion": list_rv.to_string()});
+    if let Some(c) = next {
+        metadata["continue"] = json!(c);
+    }
     let (kind, api_version) = if meta_only {
         (
             "PartialObjectMetadataList".to_string(),
@@ -1903,10 +2002,33 @@ fn list(
         &json!({
             "kind": kind,
             "apiVersion": api_version,
-            "metadata": {"resourceVersion": st.rv.to_string()},
+            "metadata": metadata,
             "items": items,
         }),
     )
+}
+
+/// A LIST `continue` token: the list's resourceVersion and the last key served, as base64
+/// JSON (the real server's is `{"v":"meta.k8s.io/v1","rv":N,"start":"key\u0000"}`).
+fn encode_continue(rv: u64, ns: &str, name: &str) -> String {
+    use base64::Engine;
+    let v = json!({"v": "meta.k8s.io/v1", "rv": rv, "ns": ns, "name": name});
+    base64::engine::general_purpose::STANDARD.encode(v.to_string())
+}
+
+fn decode_continue(token: &str) -> Option<(u64, ObjKey)> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(token)
+        .ok()?;
+    let v: Value = serde_json::from_slice(&bytes).ok()?;
+    Some((
+        v["rv"].as_u64()?,
+        (
+            v["ns"].as_str()?.to_string(),
+            v["name"].as_str()?.to_string(),
+        ),
+    ))
 }
 
 /// WATCH: from no RV (or "0"), synthetic ADDED for current objects then live events; from RV N,
@@ -1970,6 +2092,9 @@ fn watch(
     let floor = st.floor;
     let bookmarks = q.get("allowWatchBookmarks").is_some_and(|b| b == "true");
     let mut rx = st.tx.subscribe();
+    let mut ctl = st.watch_ctl.subscribe();
+    let bookmark_every = st.bookmark_interval;
+    let open = OpenWatch::new(&st.open_watches);
     let timeout = q
         .get("timeoutSeconds")
         .and_then(|t| t.parse::<u64>().ok())
@@ -1978,15 +2103,16 @@ fn watch(
     let timeout = st.watch_cap.map_or(timeout, |c| c.min(timeout));
     drop(st);
 
-    let (tx, out_rx) = mpsc::channel::<Bytes>(64);
+    let (tx, out_rx) = mpsc::channel::<Result<Bytes, BodyError>>(64);
     let key = res.key();
     let res = res.clone();
     let ns = ns.to_string();
     tokio::spawn(async move {
+        let _open = open;
         let line = |v: Value| {
             let mut b = serde_json::to_vec(&v).unwrap_or_default();
             b.push(b'\n');
-            Bytes::from(b)
+            Ok(Bytes::from(b))
         };
         if expired {
             let err = status_value(
@@ -2012,8 +2138,18 @@ fn watch(
                 && ls.matches(o)
                 && fs.matches(o)
         };
+        let bookmark = |rv: u64| {
+            line(json!({"type": "BOOKMARK", "object": {
+                "kind": res.kind, "apiVersion": res.api_version(),
+                "metadata": {"resourceVersion": rv.to_string()},
+            }}))
+        };
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
+        // The watch cache sends each bookmark-enabled watch a BOOKMARK about every minute, so
+        // clients can tell a quiet watch from a dead one.
+        let mut marks =
+            tokio::time::interval_at(tokio::time::Instant::now() + bookmark_every, bookmark_every);
         let mut last_rv = since;
         loop {
             tokio::select! {
@@ -2022,15 +2158,37 @@ fn watch(
                     // the newest resourceVersion this watch has covered, so the client resumes
                     // from there instead of an older, possibly compacted, version.
                     if bookmarks {
-                        let mark = json!({"type": "BOOKMARK", "object": {
-                            "kind": res.kind, "apiVersion": res.api_version(),
-                            "metadata": {"resourceVersion": last_rv.to_string()},
-                        }});
-                        let _ = tx.send(line(mark)).await;
+                        let _ = tx.send(bookmark(last_rv)).await;
                     }
                     return;
                 }
+                _ = marks.tick(), if bookmarks => {
+                    if tx.send(bookmark(last_rv)).await.is_err() {
+                        return;
+                    }
+                }
                 _ = tx.closed() => return,
+                c = ctl.recv() => match c {
+                    Ok(WatchControl::Kill) => return kill(&tx).await,
+                    Ok(WatchControl::Expire) => return expire(&tx, last_rv).await,
+                    Ok(WatchControl::Freeze) => {
+                        // Silent until the client gives up and closes the connection.
+                        drop(rx);
+                        loop {
+                            tokio::select! {
+                                _ = tx.closed() => return,
+                                c = ctl.recv() => match c {
+                                    Ok(WatchControl::Kill) => return kill(&tx).await,
+                                    Ok(WatchControl::Expire) => return expire(&tx, last_rv).await,
+                                    Err(broadcast::error::RecvError::Closed) => return,
+                                    _ => {}
+                                },
+                            }
+                        }
+                    }
+                    Ok(WatchControl::Unserve(k)) if k == key => return,
+                    _ => {}
+                },
                 ev = rx.recv() => match ev {
                     Ok(ev) => {
                         if ev.rv <= since {
@@ -2053,15 +2211,49 @@ fn watch(
         }
     });
     let stream = futures_util::stream::unfold(out_rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|b| (Ok::<_, Infallible>(Frame::data(b)), rx))
+        rx.recv().await.map(|b| (b.map(Frame::data), rx))
     });
     Response::builder()
         .status(200)
         .header("content-type", "application/json")
         .body(StreamBody::new(stream).boxed_unsync())
-        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed_unsync()))
+        .unwrap_or_else(|_| Response::new(full(Bytes::new())))
+}
+
+/// Breaks a watch stream: its body ends with an error.
+async fn kill(tx: &mpsc::Sender<Result<Bytes, BodyError>>) {
+    let _ = tx
+        .send(Err("watch connection killed by the test".into()))
+        .await;
+}
+
+/// Ends a watch stream with `ERROR 410 Expired`.
+async fn expire(tx: &mpsc::Sender<Result<Bytes, BodyError>>, rv: u64) {
+    let err = status_value(
+        410,
+        "Expired",
+        &format!("The resourceVersion for the provided watch is too old: {rv}"),
+        None,
+    );
+    let mut b = serde_json::to_vec(&json!({"type": "ERROR", "object": err})).unwrap_or_default();
+    b.push(b'\n');
+    let _ = tx.send(Ok(Bytes::from(b))).await;
+}
+
+/// Counts a watch stream as open while it lives.
+struct OpenWatch(Arc<std::sync::atomic::AtomicUsize>);
+
+impl OpenWatch {
+    fn new(n: &Arc<std::sync::atomic::AtomicUsize>) -> OpenWatch {
+        n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        OpenWatch(n.clone())
+    }
+}
+
+impl Drop for OpenWatch {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// Selector transitions of the watch cache: a MODIFIED object that starts matching is ADDED, one
