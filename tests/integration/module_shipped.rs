@@ -18,7 +18,7 @@ fn antiopa(args: &[&str]) -> std::process::Output {
 }
 
 #[test]
-fn shipped_modules_are_listed_enabled() {
+fn shipped_modules_are_listed_enabled_but_the_opt_in_mysql_operator() {
     let r = antiopa(&["module", "list"]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let text = String::from_utf8_lossy(&r.stdout);
@@ -32,6 +32,7 @@ fn shipped_modules_are_listed_enabled() {
         vec![
             vec!["100", "echo-server", "enabled"],
             vec!["200", "node-exporter", "enabled"],
+            vec!["300", "mysql-operator", "disabled"],
         ]
     );
 }
@@ -82,4 +83,71 @@ fn disabling_echo_server_disables_node_exporter_through_its_script() {
         text.contains("enabled script: false: echo-server is not enabled"),
         "{text}"
     );
+}
+
+#[test]
+fn mysql_operator_renders_its_instances_from_binding_snapshots_offline() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tmp.path().join("cm.yaml");
+    std::fs::write(
+        &cfg,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: addon-operator\ndata:\n  mysqlOperatorEnabled: \"true\"\n",
+    )
+    .unwrap();
+    // Enabled with no MySQL objects: nothing but the CRD (installed from crds/).
+    let r = antiopa(&[
+        "render",
+        "mysql-operator",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let text = String::from_utf8_lossy(&r.stdout);
+    assert!(!text.contains("kind:"), "{text}");
+    // One MySQL, and a finished backup of an earlier object of its name.
+    let snap = tmp.path().join("snap.yaml");
+    std::fs::write(
+        &snap,
+        r#"apiVersion: v1
+kind: List
+items:
+- apiVersion: otus.homework/v1
+  kind: MySQL
+  metadata: {name: db, namespace: shop, uid: 0a1b2c3d-0000-4000-8000-000000000000}
+  spec: {image: "mysql:8.0", database: otus, password: secret, storage_size: 2Gi}
+- apiVersion: batch/v1
+  kind: Job
+  metadata:
+    name: db-backup-99999999
+    namespace: shop
+    labels: {mysql.otus.homework/instance: db, mysql.otus.homework/purpose: backup, mysql.otus.homework/uid: "99999999"}
+  status:
+    conditions: [{type: Complete, status: "True"}]
+"#,
+    )
+    .unwrap();
+    let r = antiopa(&[
+        "render",
+        "mysql-operator",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--snapshots",
+        snap.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let text = String::from_utf8_lossy(&r.stdout);
+    for want in [
+        "kind: Deployment",
+        "kind: Service",
+        "kind: PersistentVolumeClaim",
+        "storage: \"2Gi\"",
+        "namespace: shop",
+        "image: \"mysql:8.0\"",
+        // sha256("secret"), first 16 hex digits: a new password rolls the pods.
+        "checksum/password: \"2bb80d537b1da3e3\"",
+        "name: db-restore-0a1b2c3d",
+        "claimName: backup-db",
+    ] {
+        assert!(text.contains(want), "{want} missing:\n{text}");
+    }
 }
