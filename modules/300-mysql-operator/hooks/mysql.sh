@@ -43,15 +43,14 @@ fi
 snapshots=$(jq -c '.[-1].snapshots' "$BINDING_CONTEXT_PATH")
 
 # jq has no hash: the password checksums (first 16 hex digits of sha256,
-# short enough for a label) come from sha256sum, keyed by namespace/name.
-sums='{}'
-while read -r key pw; do
-  [[ -n "$key" ]] || continue
-  sum=$(printf '%s' "$pw" | base64 -d | sha256sum | cut -c1-16)
-  sums=$(jq -c --arg k "$(printf '%s' "$key" | base64 -d)" --arg s "$sum" '. + {($k): $s}' <<<"$sums")
-done < <(jq -r '.mysqls[]?.filterResult | [(.namespace + "/" + .name), (.spec.password // "")] | map(@base64) | join(" ")' <<<"$snapshots")
+# short enough for a label) come from sha256sum, one "key sum" line per
+# object (key: base64 of namespace/name), read back by the jq below.
+sums=$(jq -r '.mysqls[]?.filterResult | [(.namespace + "/" + .name), (.spec.password // "")] | map(@base64) | join(" ")' <<<"$snapshots" |
+  while read -r key pw; do
+    printf '%s %s\n' "$key" "$(printf '%s' "$pw" | base64 -d | sha256sum | cut -c1-16)"
+  done)
 
-result=$(jq -c --argjson sums "$sums" -f /dev/stdin <(printf '%s' "$snapshots") <<'JQ'
+result=$(jq -c --arg sums "$sums" -f /dev/stdin <(printf '%s' "$snapshots") <<'JQ'
 def finalizer: "mysql.otus.homework/backup";
 def labels($m; $purpose):
   {"app.kubernetes.io/name": "mysql", "app.kubernetes.io/managed-by": "antiopa",
@@ -83,7 +82,9 @@ def job($m; $name; $purpose; $extra_labels; $script; $env; $volume; $owned):
                      + (if $volume then {volumeMounts: [{name: "backup", mountPath: "/backup"}]} else {} end)],
         volumes: (if $volume then [{name: "backup", persistentVolumeClaim: {claimName: ("backup-" + $m.name)}}] else [] end)}}}}};
 
-(.jobs // [] | map(.filterResult)) as $jobs
+($sums | split("\n") | map(select(. != "") | split(" ") | {key: (.[0] | @base64d), value: .[1]})
+ | from_entries) as $sums
+| (.jobs // [] | map(.filterResult)) as $jobs
 | (.secrets // [] | map(.filterResult)) as $secrets
 | [ .mysqls // [] | .[].filterResult
     | . + {uid8: .uid[0:8], key: (.namespace + "/" + .name)}
@@ -93,7 +94,7 @@ def job($m; $name; $purpose; $extra_labels; $script; $env; $volume; $owned):
     # A finished backup of an earlier object of this name: restore it.
     | ([$mine[] | select(.purpose == "backup" and .complete and .owner != $m.uid8)] | length > 0) as $restore
     | ([$secrets[] | select(.namespace == $m.namespace and .instance == $m.name) | .password] | first // null) as $deployed_pw
-    | ($m.finalizers | index(finalizer) != null) as $held
+    | ($m.finalizers | any(.[]; . == finalizer)) as $held
     | {
         instance: (if $m.deleting and ($held | not) then null else
           {name: $m.name, namespace: $m.namespace, uid8: $m.uid8, image: $m.spec.image,
