@@ -4,7 +4,8 @@
 //! module's CRD is installed from its `crds/`; its bash + jq hook adds a
 //! finalizer, backs up on delete (the object stays until the backup Job has
 //! completed), restores on re-create, and runs a password Job on a password
-//! change, reporting each step in the object's status.
+//! change, reporting each step in the object's status; an operator restarted
+//! in the middle of a backup carries on from the cluster's state.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -78,7 +79,7 @@ async fn mysql_operator_module_backs_up_restores_and_changes_passwords_against_f
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     prepare(kc, Some("mysqlOperatorEnabled=true")).await;
     kubectl(kc, &["create", "namespace", APP_NS]).await;
-    let op = Operator::start(
+    let mut op = Operator::start(
         kc,
         &root.join("modules"),
         &root.join("global-hooks"),
@@ -166,6 +167,22 @@ async fn mysql_operator_module_backs_up_restores_and_changes_passwords_against_f
         fake.get("apps/v1/deployments", Some(APP_NS), "db")
             .is_some()
     );
+    // An operator restarted meanwhile knows where it stood: all its state is
+    // in the cluster (the finalizer, the labelled Jobs).
+    drop(op);
+    op = Operator::start(
+        kc,
+        &root.join("modules"),
+        &root.join("global-hooks"),
+        &dir.path().join("op2.log"),
+        &[],
+    );
+    eventually(limit, "the restarted operator converged", || async {
+        op.log().contains("converged")
+    })
+    .await;
+    assert_eq!(jobs(fake, "backup").len(), 1, "no second backup");
+    assert!(fake.get(MYSQLS, Some(APP_NS), "db").is_some());
     // The Job controller (kubectl here) reports it complete: then it goes.
     let t = Instant::now();
     kubectl(
