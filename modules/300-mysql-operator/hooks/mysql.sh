@@ -68,13 +68,15 @@ def finalizers_patch($m; $list):
                    mergePatch: {metadata: {finalizers: $list}}};
 def pw_env($name; $secret; $key):
   {name: $name, valueFrom: {secretKeyRef: {name: $secret, key: $key}}};
+# The server may be (re)starting: scripts wait for it (mysqladmin ping
+# succeeds once it answers, even refusing the login); 15 minutes at most.
 def job($m; $name; $purpose; $extra_labels; $script; $env; $volume; $owned):
   {operation: "CreateIfNotExists", object: {
     apiVersion: "batch/v1", kind: "Job",
     metadata: ({name: $name, namespace: $m.namespace,
                 labels: (labels($m; $purpose) + $extra_labels)}
                + (if $owned then {ownerReferences: owner($m)} else {} end)),
-    spec: {backoffLimit: 6, template: {
+    spec: {backoffLimit: 6, activeDeadlineSeconds: 900, template: {
       metadata: {labels: labels($m; $purpose)},
       spec: {restartPolicy: "OnFailure",
         containers: [{name: $purpose, image: $m.spec.image,
@@ -111,8 +113,9 @@ def job($m; $name; $purpose; $extra_labels; $script; $env; $volume; $owned):
                     spec: {accessModes: ["ReadWriteOnce"],
                            resources: {requests: {storage: $m.spec.storage_size}}}}},
                   job($m; ($m.name + "-backup-" + $m.uid8); "backup"; {};
-                      "mysqldump -u root -h \($m.name) -p\"$MYSQL_ROOT_PASSWORD\" \($m.spec.database) > /backup/\($m.name)-dump.sql";
-                      [pw_env("MYSQL_ROOT_PASSWORD"; ($m.name + "-mysql"); "password")]; true; false) ]
+                      "mysqldump -u root -h \($m.name) -p\"$MYSQL_ROOT_PASSWORD\" \"$MYSQL_DATABASE\" > /backup/\($m.name)-dump.sql";
+                      [pw_env("MYSQL_ROOT_PASSWORD"; ($m.name + "-mysql"); "password"),
+                       {name: "MYSQL_DATABASE", value: $m.spec.database}]; true; false) ]
                 + (if $backup != null and $backup.complete then
                      [ status_patch($m; {message: "backup done"}),
                        finalizers_patch($m; ($m.finalizers - [finalizer])) ]
@@ -134,7 +137,7 @@ def job($m; $name; $purpose; $extra_labels; $script; $env; $volume; $owned):
                                      ownerReferences: owner($m)},
                           stringData: {old: $deployed_pw, new: $m.spec.password}}},
                        job($m; $jname; "password"; {"mysql.otus.homework/password-checksum": $ck};
-                           "mysql -u root -h \($m.name) -p\"$OLD_PASSWORD\" -e \"ALTER USER 'root'@'%' IDENTIFIED BY '$NEW_PASSWORD'; ALTER USER 'root'@'localhost' IDENTIFIED BY '$NEW_PASSWORD'; FLUSH PRIVILEGES;\"";
+                           "until mysqladmin ping -h \($m.name) --silent; do sleep 2; done; mysql -u root -h \($m.name) -p\"$OLD_PASSWORD\" -e \"ALTER USER 'root'@'%' IDENTIFIED BY '$NEW_PASSWORD'; ALTER USER 'root'@'localhost' IDENTIFIED BY '$NEW_PASSWORD'; FLUSH PRIVILEGES;\"";
                            [pw_env("OLD_PASSWORD"; $jname; "old"), pw_env("NEW_PASSWORD"; $jname; "new")]; false; true) ]
                    else [] end)
                 + (if $pjob != null and $pjob.complete then
