@@ -44,12 +44,14 @@
 //! when it comes back, its objects arrive as `Added`.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, ListParams, PartialObjectMeta, WatchEvent, WatchParams};
 use kube::core::{ApiResource, GroupVersionKind, TypeMeta};
@@ -62,7 +64,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::state::{Status, WatchHealth, WatchState};
 use crate::cluster::{Cluster, split_api_version};
-use crate::hooks::config::{KubernetesBinding, WatchEvent as HookWatchEvent};
+use crate::hooks::config::{KubernetesBinding, LabelSelector, WatchEvent as HookWatchEvent};
 use crate::hooks::context::{KubeEvent, SnapshotObject};
 use crate::hooks::{BindingContext, JqRunner};
 use crate::module::{HookKey, KubeBindingRef, LiveSnapshots};
@@ -136,6 +138,12 @@ struct Sub {
     key: BindingKey,
     binding: KubeBindingRef,
     synced: Arc<watch::Sender<Sync>>,
+    /// A `namespace.labelSelector` binding's watch of one namespace: its
+    /// objects are that namespace's part of the binding's snapshot.
+    part: Option<String>,
+    /// A part for a namespace that started matching after the binding's
+    /// synchronization: its objects arrive as `Added`.
+    late: bool,
 }
 
 /// A watch task in force.
@@ -161,8 +169,9 @@ pub struct KubeWatches {
     /// The CustomResourceDefinitions watch, while any watch runs: its
     /// counter moves on every CRD change.
     crds: Option<(CancellationToken, watch::Receiver<u64>)>,
-    /// Watch health entries handed out.
-    next_id: u64,
+    /// Watch health entries handed out (namespace selectors' watches
+    /// take theirs too).
+    ids: Arc<AtomicU64>,
 }
 
 impl KubeWatches {
@@ -179,7 +188,7 @@ impl KubeWatches {
             options,
             kinds: HashMap::new(),
             crds: None,
-            next_id: 0,
+            ids: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -279,6 +288,8 @@ impl KubeWatches {
                 key: key.clone(),
                 binding: b,
                 synced: Arc::new(synced),
+                part: None,
+                late: false,
             };
             self.bindings
                 .insert(key, (watch_key(&sub.binding.binding, &self.kinds), sub));
@@ -316,22 +327,38 @@ impl KubeWatches {
                 None => {
                     let token = shutdown.child_token();
                     let template = list[0].binding.binding.clone();
-                    self.next_id += 1;
-                    let health = Health::start(&self.status, self.next_id, &wk, &template);
                     let (subs_tx, subs_rx) = watch::channel(list);
-                    let task = WatchTask {
-                        cluster: cluster.clone(),
-                        shared: Shared {
-                            jq: jq.clone(),
-                            live: self.live.clone(),
-                            tx: self.tx.clone(),
-                        },
-                        template,
-                        health,
-                        crds: self.crds.as_ref().map(|(_, rx)| rx.clone()),
-                        options: self.options,
+                    let shared = Shared {
+                        jq: jq.clone(),
+                        live: self.live.clone(),
+                        tx: self.tx.clone(),
                     };
-                    tokio::spawn(task.run(subs_rx, token.clone()));
+                    let crds = self.crds.as_ref().map(|(_, rx)| rx.clone());
+                    if namespace_labels(&template).is_some() {
+                        let task = NsSelected {
+                            cluster: cluster.clone(),
+                            shared,
+                            template,
+                            key: wk.clone(),
+                            status: self.status.clone(),
+                            ids: self.ids.clone(),
+                            crds,
+                            options: self.options,
+                        };
+                        tokio::spawn(task.run(subs_rx, token.clone()));
+                    } else {
+                        let id = self.ids.fetch_add(1, Ordering::Relaxed) + 1;
+                        let health = Health::start(&self.status, id, &wk, &template);
+                        let task = WatchTask {
+                            cluster: cluster.clone(),
+                            shared,
+                            template,
+                            health,
+                            crds,
+                            options: self.options,
+                        };
+                        tokio::spawn(task.run(subs_rx, token.clone()));
+                    }
                     self.watches.insert(
                         wk,
                         Running {
@@ -446,6 +473,7 @@ fn watch_key(
         watched_namespaces(b),
         b.label_selector.as_ref().and_then(label_selector_string),
         field_selector_string(b),
+        namespace_labels(b),
     ])
     .to_string()
 }
@@ -462,6 +490,271 @@ fn watched_namespaces(b: &KubernetesBinding) -> Vec<String> {
     names.sort();
     names.dedup();
     names
+}
+
+/// A binding's `namespace.labelSelector`, when it has one.
+fn namespace_labels(b: &KubernetesBinding) -> Option<&LabelSelector> {
+    b.namespace.as_ref().and_then(|n| n.label_selector.as_ref())
+}
+
+/// One namespace's watch of a [`NsSelected`] binding.
+struct Part {
+    handle: tokio::task::JoinHandle<()>,
+    subs: watch::Sender<Vec<Sub>>,
+}
+
+/// The bindings with a `namespace.labelSelector`, as shell-operator's
+/// namespace informer: Namespaces are watched (metadata only) and the
+/// bindings' kind is watched in each namespace matching the selector
+/// (and the `nameSelector`, when both are given), each namespace's watch
+/// a [`WatchTask`] of its own with its health entry.
+struct NsSelected {
+    cluster: Cluster,
+    shared: Shared,
+    template: KubernetesBinding,
+    key: WatchKey,
+    status: Arc<RwLock<Status>>,
+    ids: Arc<AtomicU64>,
+    crds: Option<watch::Receiver<u64>>,
+    options: WatchOptions,
+}
+
+impl NsSelected {
+    async fn run(self, mut subs: watch::Receiver<Vec<Sub>>, token: CancellationToken) {
+        let selector = namespace_labels(&self.template)
+            .cloned()
+            .unwrap_or_default();
+        let names = watched_namespaces(&self.template);
+        let api: Api<PartialObjectMeta<Namespace>> = Api::all(self.cluster.client().clone());
+        // The labels are matched here, not by the server: a namespace that
+        // loses them is then seen as changed, whatever the server sends.
+        let mut config = watcher::Config::default();
+        if let [one] = names.as_slice() {
+            config = config.fields(&format!("metadata.name={one}"));
+        }
+        let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+        let wanted = |o: &PartialObjectMeta<Namespace>| {
+            let name = o.metadata.name.clone().unwrap_or_default();
+            let labels = o.metadata.labels.clone().unwrap_or_default();
+            let ok = (names.is_empty() || names.contains(&name))
+                && crate::hooks::context::selector_matches(
+                    &selector,
+                    &labels.into_iter().collect(),
+                );
+            (name, ok)
+        };
+        let mut state = NsState::default();
+        let mut listing: BTreeSet<String> = BTreeSet::new();
+        loop {
+            tokio::select! {
+                _ = token.cancelled() => break,
+                changed = subs.changed() => {
+                    if changed.is_err() {
+                        break;
+                    }
+                }
+                ev = stream.next() => match ev {
+                    None => break,
+                    Some(Ok(watcher::Event::Init)) => {
+                        listing.clear();
+                        continue;
+                    }
+                    Some(Ok(watcher::Event::InitApply(o))) => {
+                        if let (name, true) = wanted(&o) {
+                            listing.insert(name);
+                        }
+                        continue;
+                    }
+                    Some(Ok(watcher::Event::InitDone)) => {
+                        state.matching = Some(std::mem::take(&mut listing));
+                    }
+                    Some(Ok(watcher::Event::Apply(o))) => {
+                        let (name, ok) = wanted(&o);
+                        if let Some(m) = state.matching.as_mut() {
+                            if ok {
+                                m.insert(name);
+                            } else {
+                                m.remove(&name);
+                            }
+                        }
+                    }
+                    Some(Ok(watcher::Event::Delete(o))) => {
+                        let (name, _) = wanted(&o);
+                        if let Some(m) = state.matching.as_mut() {
+                            m.remove(&name);
+                        }
+                    }
+                    Some(Err(e)) => {
+                        tracing::warn!("kubernetes bindings: watching Namespaces for a namespace.labelSelector: {e}");
+                        continue;
+                    }
+                },
+            }
+            let list = subs.borrow_and_update().clone();
+            self.reconcile(&mut state, list, &token).await;
+        }
+        for (_, p) in std::mem::take(&mut state.parts) {
+            p.handle.abort();
+        }
+    }
+
+    /// Starts the watches of namespaces that match now, stops those of
+    /// namespaces that no longer do (their objects leave the snapshots, as
+    /// `Deleted`), and hands every watch the bindings in force.
+    async fn reconcile(&self, state: &mut NsState, list: Vec<Sub>, token: &CancellationToken) {
+        let Some(matching) = state.matching.clone() else {
+            return;
+        };
+        state.synced.retain(|k| list.iter().any(|s| &s.key == k));
+        let gone: Vec<String> = state
+            .parts
+            .keys()
+            .filter(|ns| !matching.contains(*ns))
+            .cloned()
+            .collect();
+        for ns in gone {
+            let Some(part) = state.parts.remove(&ns) else {
+                continue;
+            };
+            // Ended before its objects leave: it publishes nothing after.
+            part.handle.abort();
+            let _ = part.handle.await;
+            tracing::info!(
+                "kubernetes bindings: namespace {ns} no longer matches the namespace.labelSelector of {}: its objects leave the snapshots",
+                part.subs
+                    .borrow()
+                    .iter()
+                    .map(|s| short(&s.binding))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            for sub in part.subs.borrow().iter() {
+                let removed: Vec<SnapshotObject> = {
+                    let mut live = self.shared.live.write().unwrap_or_else(|p| p.into_inner());
+                    let Some(all) = live
+                        .get_mut(&sub.key.0)
+                        .and_then(|s| s.get_mut(&sub.binding.binding.name))
+                    else {
+                        continue;
+                    };
+                    let (out, keep) = std::mem::take(all)
+                        .into_iter()
+                        .partition(|o| o.namespace == ns);
+                    *all = keep;
+                    out
+                };
+                for item in removed {
+                    send_event(&self.shared, sub, HookWatchEvent::Deleted, item);
+                }
+            }
+        }
+        for ns in &matching {
+            let old: Vec<Sub> = state
+                .parts
+                .get(ns)
+                .map(|p| p.subs.borrow().clone())
+                .unwrap_or_default();
+            let parts: Vec<Sub> = list
+                .iter()
+                .map(|s| match old.iter().find(|o| o.key == s.key) {
+                    Some(o) => o.clone(),
+                    None => Sub {
+                        key: s.key.clone(),
+                        binding: s.binding.clone(),
+                        synced: Arc::new(watch::channel(Sync::Pending).0),
+                        part: Some(ns.clone()),
+                        late: state.synced.contains(&s.key),
+                    },
+                })
+                .collect();
+            match state.parts.get(ns) {
+                Some(p) => {
+                    p.subs.send_if_modified(|cur| {
+                        let changed = cur.iter().map(|s| &s.key).ne(parts.iter().map(|s| &s.key));
+                        *cur = parts;
+                        changed
+                    });
+                }
+                None => {
+                    let mut template = self.template.clone();
+                    if let Some(n) = template.namespace.as_mut() {
+                        n.label_selector = None;
+                        n.name_selector = Some(crate::hooks::config::NameSelector {
+                            match_names: vec![ns.clone()],
+                        });
+                    }
+                    let id = self.ids.fetch_add(1, Ordering::Relaxed) + 1;
+                    let key = format!("{} namespace {ns}", self.key);
+                    let health = Health::start(&self.status, id, &key, &template);
+                    let task = WatchTask {
+                        cluster: self.cluster.clone(),
+                        shared: Shared {
+                            jq: self.shared.jq.clone(),
+                            live: self.shared.live.clone(),
+                            tx: self.shared.tx.clone(),
+                        },
+                        template,
+                        health,
+                        crds: self.crds.clone(),
+                        options: self.options,
+                    };
+                    let (subs_tx, subs_rx) = watch::channel(parts);
+                    let handle = tokio::spawn(task.run(subs_rx, token.child_token()));
+                    state.parts.insert(
+                        ns.clone(),
+                        Part {
+                            handle,
+                            subs: subs_tx,
+                        },
+                    );
+                }
+            }
+        }
+        // A binding is synchronized once each namespace matching when it
+        // came has its initial list; namespaces matching later are `late`.
+        for sub in list {
+            if !state.synced.insert(sub.key.clone()) {
+                continue;
+            }
+            let waits: Vec<watch::Receiver<Sync>> = state
+                .parts
+                .values()
+                .filter_map(|p| {
+                    p.subs
+                        .borrow()
+                        .iter()
+                        .find(|s| s.key == sub.key)
+                        .map(|s| s.synced.subscribe())
+                })
+                .collect();
+            let live = self.shared.live.clone();
+            tokio::spawn(async move {
+                for mut rx in waits {
+                    if rx.wait_for(|s| *s != Sync::Pending).await.is_err() {
+                        return;
+                    }
+                }
+                // No namespace matching: an empty snapshot, still one.
+                live.write()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .entry(sub.key.0.clone())
+                    .or_default()
+                    .entry(sub.binding.binding.name.clone())
+                    .or_default();
+                sub.synced.send_replace(Sync::Synced);
+            });
+        }
+    }
+}
+
+/// What a [`NsSelected`] knows.
+#[derive(Default)]
+struct NsState {
+    /// The namespaces matching; `None` until they are listed.
+    matching: Option<BTreeSet<String>>,
+    parts: BTreeMap<String, Part>,
+    /// Bindings past their synchronization.
+    synced: HashSet<BindingKey>,
 }
 
 /// A watch's entry in [`Status::watches`], removed when the task ends.
@@ -595,28 +888,19 @@ struct SubState {
 
 impl SubState {
     fn new(sub: Sub, kind: &str) -> SubState {
-        let sb = &sub.binding.binding;
-        if sb
-            .namespace
-            .as_ref()
-            .is_some_and(|n| n.label_selector.is_some())
-        {
-            tracing::warn!(
-                "{}: namespace.labelSelector is not supported yet: ignored",
-                who(&sub.binding)
-            );
-        }
-        let mut matcher = sb.clone();
+        let mut matcher = sub.binding.binding.clone();
         matcher.kind = kind.to_string();
         matcher.api_version = None;
+        // A namespace.labelSelector binding's parts watch only namespaces
+        // that match it (chosen by [`NsSelected`]).
         if let Some(n) = matcher.namespace.as_mut() {
             n.label_selector = None;
         }
         SubState {
+            synced: sub.late,
             sub,
             matcher,
             kept: BTreeMap::new(),
-            synced: false,
         }
     }
 }
@@ -1310,46 +1594,60 @@ impl SubState {
     /// Writes the snapshot where the session reads it: the kept entries
     /// themselves (shared, in namespace and name order), not copies.
     fn publish(&self, sh: &Shared) {
-        let items: Vec<SnapshotObject> = self.kept.values().map(|k| k.item.clone()).collect();
-        sh.live
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(self.sub.key.0.clone())
-            .or_default()
-            .insert(self.sub.binding.binding.name.clone(), items);
+        let items = self.kept.values().map(|k| k.item.clone());
+        let mut live = sh.live.write().unwrap_or_else(|p| p.into_inner());
+        let snaps = live.entry(self.sub.key.0.clone()).or_default();
+        let name = self.sub.binding.binding.name.clone();
+        match &self.sub.part {
+            None => {
+                snaps.insert(name, items.collect());
+            }
+            // One namespace's part: the others' objects stay.
+            Some(ns) => {
+                let all = snaps.entry(name).or_default();
+                all.retain(|o| &o.namespace != ns);
+                all.extend(items);
+                all.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+            }
+        }
     }
 
     /// Sends an `Event` context when the binding runs on it.
     fn event(&self, sh: &Shared, ev: HookWatchEvent, item: SnapshotObject) {
-        let b = &self.sub.binding.binding;
-        if !b.execute_hook_on_event.contains(&ev) {
-            return;
-        }
-        let all = sh
-            .live
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&self.sub.key.0)
-            .cloned()
-            .unwrap_or_default();
-        let context = BindingContext::kubernetes(
-            b,
-            KubeEvent::Event {
-                watch_event: ev,
-                object: Some(item),
-            },
-            &all,
-        );
-        let _ = sh.tx.send(HookEvent {
-            module: self.sub.binding.module.clone(),
-            hook: self.sub.binding.hook.clone(),
-            binding: b.name.clone(),
-            queue: b.queue.clone(),
-            allow_failure: b.allow_failure,
-            context,
-            key: self.sub.key.clone(),
-        });
+        send_event(sh, &self.sub, ev, item);
     }
+}
+
+/// Sends `sub`'s `Event` context when the binding runs on it.
+fn send_event(sh: &Shared, sub: &Sub, ev: HookWatchEvent, item: SnapshotObject) {
+    let b = &sub.binding.binding;
+    if !b.execute_hook_on_event.contains(&ev) {
+        return;
+    }
+    let all = sh
+        .live
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&sub.key.0)
+        .cloned()
+        .unwrap_or_default();
+    let context = BindingContext::kubernetes(
+        b,
+        KubeEvent::Event {
+            watch_event: ev,
+            object: Some(item),
+        },
+        &all,
+    );
+    let _ = sh.tx.send(HookEvent {
+        module: sub.binding.module.clone(),
+        hook: sub.binding.hook.clone(),
+        binding: b.name.clone(),
+        queue: b.queue.clone(),
+        allow_failure: b.allow_failure,
+        context,
+        key: sub.key.clone(),
+    });
 }
 
 fn checksum(v: Option<&Value>) -> u64 {

@@ -20,6 +20,7 @@ mod cluster_kps;
 mod cluster_leader;
 mod cluster_lifecycle;
 mod cluster_module_deps;
+mod cluster_ns_selector;
 mod cluster_operator;
 mod cluster_operator_api;
 mod cluster_ownership;
