@@ -533,6 +533,17 @@ impl NsSelected {
             config = config.fields(&format!("metadata.name={one}"));
         }
         let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+        // Its own health entry: which namespaces match (`objects`), and
+        // its failures, even while no namespace matches.
+        let id = self.ids.fetch_add(1, Ordering::Relaxed) + 1;
+        let health = Health::start_as(
+            &self.status,
+            id,
+            &format!("{} namespaces", self.key),
+            "v1 Namespace".to_string(),
+            names.clone(),
+        );
+        let mut failures = 0u32;
         let wanted = |o: &PartialObjectMeta<Namespace>| {
             let name = o.metadata.name.clone().unwrap_or_default();
             let labels = o.metadata.labels.clone().unwrap_or_default();
@@ -585,12 +596,29 @@ impl NsSelected {
                         }
                     }
                     Some(Err(e)) => {
-                        tracing::warn!("kubernetes bindings: watching Namespaces for a namespace.labelSelector: {e}");
+                        // kube-runtime's watcher lists and watches again,
+                        // backing off.
+                        failures += 1;
+                        let why = format!("watching Namespaces: {e}");
+                        tracing::warn!("kubernetes bindings: {why} (for a namespace.labelSelector; restart {failures} in a row)");
+                        health.restarted(&why, failures);
                         continue;
                     }
                 },
             }
+            if failures > 0 {
+                failures = 0;
+                health.update(|w| w.state = WatchState::Synced);
+            }
             let list = subs.borrow_and_update().clone();
+            health.update(|w| {
+                w.bindings = list.iter().map(|s| short(&s.binding)).collect();
+                if let Some(m) = &state.matching {
+                    w.state = WatchState::Synced;
+                    w.objects = m.len();
+                    w.last_event_at = Some(SystemTime::now());
+                }
+            });
             self.reconcile(&mut state, list, &token).await;
         }
         for (_, p) in std::mem::take(&mut state.parts) {
@@ -765,15 +793,26 @@ struct Health {
 
 impl Health {
     fn start(status: &Arc<RwLock<Status>>, id: u64, key: &str, b: &KubernetesBinding) -> Health {
+        let kind = match &b.api_version {
+            Some(v) => format!("{v} {}", b.kind),
+            None => b.kind.clone(),
+        };
+        Health::start_as(status, id, key, kind, watched_namespaces(b))
+    }
+
+    fn start_as(
+        status: &Arc<RwLock<Status>>,
+        id: u64,
+        key: &str,
+        kind: String,
+        namespaces: Vec<String>,
+    ) -> Health {
         let mut st = status.write().unwrap_or_else(|p| p.into_inner());
         st.watches.push(WatchHealth {
             id,
             key: key.to_string(),
-            kind: match &b.api_version {
-                Some(v) => format!("{v} {}", b.kind),
-                None => b.kind.clone(),
-            },
-            namespaces: watched_namespaces(b),
+            kind,
+            namespaces,
             bindings: Vec::new(),
             state: WatchState::Starting,
             started_at: SystemTime::now(),
@@ -1935,6 +1974,171 @@ mod tests {
         .await;
 
         // Stopped: the entries go.
+        kw.clear();
+        until("entries removed", || watch_health(&status).is_empty()).await;
+        shutdown.cancel();
+    }
+
+    /// `namespace/name` of each object in a binding's live snapshot;
+    /// `None` when the binding has none.
+    fn live_names(kw: &KubeWatches, binding: &str) -> Option<Vec<String>> {
+        let live = kw.live();
+        let live = live.read().unwrap();
+        let objs = live.get(&(None, "h.sh".to_string()))?.get(binding)?;
+        Some(
+            objs.iter()
+                .map(|o| format!("{}/{}", o.namespace, o.name))
+                .collect(),
+        )
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn namespace_label_selectors_follow_the_namespaces_labels_against_fake_apiserver() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let fake = fake_apiserver::FakeApiServer::new();
+        let cluster = Cluster::from_client(
+            fake.client(),
+            crate::cluster::RateLimit { qps: 0.0, burst: 1 },
+        );
+        let nss: Api<Namespace> = Api::all(fake.client());
+        let labelled = |name: &str, labels: Value| -> Namespace {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": name, "labels": labels},
+            }))
+            .unwrap()
+        };
+        for (ns, labels) in [
+            ("a1", serde_json::json!({"team": "a", "tier": "x"})),
+            ("a2", serde_json::json!({"team": "a"})),
+            ("b", serde_json::json!({"team": "b"})),
+        ] {
+            nss.create(&Default::default(), &labelled(ns, labels))
+                .await
+                .unwrap();
+            let cms: Api<ConfigMap> = Api::namespaced(fake.client(), ns);
+            let cm: ConfigMap = serde_json::from_value(serde_json::json!({
+                "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+            }))
+            .unwrap();
+            cms.create(&Default::default(), &cm).await.unwrap();
+        }
+        let status = Arc::new(RwLock::new(Status::default()));
+        let mut kw = KubeWatches::new(status.clone(), WatchOptions::default());
+        let shutdown = CancellationToken::new();
+        let jq = JqRunner::default();
+        let started = kw.set(
+            vec![
+                binding(
+                    r#"{"name":"team","apiVersion":"v1","kind":"ConfigMap","namespace":{"labelSelector":{"matchExpressions":[{"key":"team","operator":"In","values":["a"]}]}}}"#,
+                ),
+                // Both selectors: the namespaces named that match.
+                binding(
+                    r#"{"name":"both","apiVersion":"v1","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["a2","b"]},"labelSelector":{"matchLabels":{"team":"a"}}}}"#,
+                ),
+                binding(
+                    r#"{"name":"none","apiVersion":"v1","kind":"ConfigMap","namespace":{"labelSelector":{"matchLabels":{"team":"z"}}}}"#,
+                ),
+            ],
+            &cluster,
+            &jq,
+            &shutdown,
+        );
+        let late = kw.wait_synced(&started, Duration::from_secs(10)).await;
+        assert!(late.is_empty(), "{late:?}");
+        let names = |v: &[&str]| Some(v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(live_names(&kw, "team"), names(&["a1/c", "a2/c"]));
+        assert_eq!(live_names(&kw, "both"), names(&["a2/c"]));
+        assert_eq!(live_names(&kw, "none"), names(&[]));
+        // Synchronization is not an event.
+        assert!(kw.take_ready().is_empty());
+        // Each selector's Namespace watch, and one watch per namespace.
+        let h = watch_health(&status);
+        let of = |kind: &str| {
+            let mut v: Vec<Vec<String>> = h
+                .iter()
+                .filter(|w| w.kind.contains(kind))
+                .map(|w| w.namespaces.clone())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(of("Namespace").len(), 3, "{h:?}");
+        assert_eq!(
+            of("ConfigMap"),
+            [vec!["a1".to_string()], vec!["a2".into()], vec!["a2".into()]],
+            "{h:?}"
+        );
+        assert!(h.iter().all(|w| w.state == WatchState::Synced), "{h:?}");
+
+        let events = |kw: &mut KubeWatches| -> Vec<(String, String)> {
+            kw.take_ready()
+                .into_iter()
+                .map(|e| {
+                    let Some(KubeEvent::Event {
+                        watch_event,
+                        object: Some(o),
+                    }) = e.context.event
+                    else {
+                        panic!("not an Event: {:?}", e.context);
+                    };
+                    (
+                        format!("{}:{watch_event:?}", e.binding),
+                        format!("{}/{}", o.namespace, o.name),
+                    )
+                })
+                .collect()
+        };
+        // `b` labelled: its object comes in as Added, to the binding whose
+        // nameSelector names it too.
+        nss.patch(
+            "b",
+            &Default::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"metadata": {"labels": {"team": "a"}}})),
+        )
+        .await
+        .unwrap();
+        until("b's object in", || {
+            live_names(&kw, "both") == names(&["a2/c", "b/c"])
+                && live_names(&kw, "team") == names(&["a1/c", "a2/c", "b/c"])
+        })
+        .await;
+        let mut got = events(&mut kw);
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                ("both:Added".to_string(), "b/c".to_string()),
+                ("team:Added".into(), "b/c".into())
+            ]
+        );
+        // `a1` unlabelled: its object leaves as Deleted, its watch stops.
+        nss.patch(
+            "a1",
+            &Default::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"metadata": {"labels": {"team": null}}})),
+        )
+        .await
+        .unwrap();
+        until("a1's object out", || {
+            live_names(&kw, "team") == names(&["a2/c", "b/c"])
+        })
+        .await;
+        assert_eq!(
+            events(&mut kw),
+            [("team:Deleted".to_string(), "a1/c".to_string())]
+        );
+        until("a1's watch gone", || {
+            !watch_health(&status).iter().any(|w| w.namespaces == ["a1"])
+        })
+        .await;
+        // A deleted namespace: the same.
+        nss.delete("a2", &Default::default()).await.unwrap();
+        until("a2's objects out", || {
+            live_names(&kw, "team") == names(&["b/c"]) && live_names(&kw, "both") == names(&["b/c"])
+        })
+        .await;
+
         kw.clear();
         until("entries removed", || watch_health(&status).is_empty()).await;
         shutdown.cancel();
