@@ -42,6 +42,23 @@
 //! when it deletes the custom resources with their CRD — the snapshot is
 //! empty, and the watch waits for the kind again, quietly (no error loop);
 //! when it comes back, its objects arrive as `Added`.
+//!
+//! Namespaces chosen by labels. A binding with `namespace.labelSelector`
+//! is watched as shell-operator watches it: Namespaces are watched
+//! (metadata only, the labels matched here, so a namespace losing them is
+//! seen whatever the server sends), and the binding's kind is watched in
+//! each namespace that matches — and is named by `namespace.nameSelector`
+//! too, when both are given (the two narrow each other) — each such watch
+//! with its own health entry beside the Namespaces watch's. Synchronization
+//! waits for the namespaces listed and each one's objects, and carries the
+//! objects of all of them (none matching: an empty snapshot). A namespace
+//! that starts matching later brings its objects in as `Added`. One that
+//! stops matching (its labels changed, or deleted) has its watch stopped
+//! and its objects leave the snapshot as `Deleted` events — where
+//! shell-operator only stops the informer and the snapshot shrinks at the
+//! next run: a hook that keeps state per event would otherwise keep the
+//! objects of a namespace it no longer watches (the same reasoning as for a
+//! deleted CRD above).
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
