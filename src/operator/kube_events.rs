@@ -2056,6 +2056,10 @@ mod tests {
                 binding(
                     r#"{"name":"none","apiVersion":"v1","kind":"ConfigMap","namespace":{"labelSelector":{"matchLabels":{"team":"z"}}}}"#,
                 ),
+                // One name: its Namespace asked for by name.
+                binding(
+                    r#"{"name":"one","apiVersion":"v1","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["b"]},"labelSelector":{"matchLabels":{"team":"a"}}}}"#,
+                ),
             ],
             &cluster,
             &jq,
@@ -2067,6 +2071,7 @@ mod tests {
         assert_eq!(live_names(&kw, "team"), names(&["a1/c", "a2/c"]));
         assert_eq!(live_names(&kw, "both"), names(&["a2/c"]));
         assert_eq!(live_names(&kw, "none"), names(&[]));
+        assert_eq!(live_names(&kw, "one"), names(&[]));
         // Synchronization is not an event.
         assert!(kw.take_ready().is_empty());
         // Each selector's Namespace watch, and one watch per namespace.
@@ -2080,7 +2085,7 @@ mod tests {
             v.sort();
             v
         };
-        assert_eq!(of("Namespace").len(), 3, "{h:?}");
+        assert_eq!(of("Namespace").len(), 4, "{h:?}");
         assert_eq!(
             of("ConfigMap"),
             [vec!["a1".to_string()], vec!["a2".into()], vec!["a2".into()]],
@@ -2117,6 +2122,7 @@ mod tests {
         .unwrap();
         until("b's object in", || {
             live_names(&kw, "both") == names(&["a2/c", "b/c"])
+                && live_names(&kw, "one") == names(&["b/c"])
                 && live_names(&kw, "team") == names(&["a1/c", "a2/c", "b/c"])
         })
         .await;
@@ -2126,6 +2132,7 @@ mod tests {
             got,
             [
                 ("both:Added".to_string(), "b/c".to_string()),
+                ("one:Added".into(), "b/c".into()),
                 ("team:Added".into(), "b/c".into())
             ]
         );
