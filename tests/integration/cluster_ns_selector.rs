@@ -112,6 +112,7 @@ async fn namespace_label_selector_follows_namespace_labels_against_fake_apiserve
     );
 
     // Labelled: its objects come in as Added.
+    let labelled = std::time::Instant::now();
     kubectl(kc, &["label", "namespace", "other", "team=a"]).await;
     let all = json!([
         "other/x",
@@ -129,6 +130,10 @@ async fn namespace_label_selector_follows_namespace_labels_against_fake_apiserve
         }) && c.last().map(|c| &c["snapshot"]) == Some(&all)
     })
     .await;
+    println!(
+        "namespace labelled to its objects' Added runs done: {:.2}s (kubectl included)",
+        labelled.elapsed().as_secs_f64()
+    );
     // And it is watched now.
     configmap(kc, "other", "z").await;
     eventually(Duration::from_secs(10), "Added in other", || async {
@@ -139,6 +144,7 @@ async fn namespace_label_selector_follows_namespace_labels_against_fake_apiserve
     .await;
 
     // Unlabelled: its objects leave, as Deleted.
+    let unlabelled = std::time::Instant::now();
     kubectl(kc, &["label", "namespace", "other", "team-"]).await;
     let rest = json!([
         "team-a1/one",
@@ -158,6 +164,10 @@ async fn namespace_label_selector_follows_namespace_labels_against_fake_apiserve
         },
     )
     .await;
+    println!(
+        "namespace unlabelled to its objects' Deleted runs done: {:.2}s (kubectl included)",
+        unlabelled.elapsed().as_secs_f64()
+    );
     // And no longer watched.
     let before = contexts(&runs).len();
     configmap(kc, "other", "w").await;
