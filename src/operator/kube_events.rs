@@ -773,9 +773,12 @@ impl NsSelected {
                 })
                 .collect();
             let live = self.shared.live.clone();
+            let token = token.clone();
             tokio::spawn(async move {
                 for mut rx in waits {
-                    if rx.wait_for(|s| *s != Sync::Pending).await.is_err() {
+                    // Its sender gone: that namespace's watch stopped (it
+                    // no longer matches), or this whole watch did.
+                    if rx.wait_for(|s| *s != Sync::Pending).await.is_err() && token.is_cancelled() {
                         return;
                     }
                 }
