@@ -368,7 +368,8 @@ fn labels_of(o: &Value) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-fn selector_matches(sel: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+/// Whether `labels` satisfy `sel` (matchLabels and matchExpressions).
+pub(crate) fn selector_matches(sel: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
     sel.match_labels
         .iter()
         .all(|(k, v)| labels.get(k) == Some(v))

@@ -42,14 +42,33 @@
 //! when it deletes the custom resources with their CRD — the snapshot is
 //! empty, and the watch waits for the kind again, quietly (no error loop);
 //! when it comes back, its objects arrive as `Added`.
+//!
+//! Namespaces chosen by labels. A binding with `namespace.labelSelector`
+//! is watched as shell-operator watches it: Namespaces are watched
+//! (metadata only, the labels matched here, so a namespace losing them is
+//! seen whatever the server sends), and the binding's kind is watched in
+//! each namespace that matches — and is named by `namespace.nameSelector`
+//! too, when both are given (the two narrow each other) — each such watch
+//! with its own health entry beside the Namespaces watch's. Synchronization
+//! waits for the namespaces listed and each one's objects, and carries the
+//! objects of all of them (none matching: an empty snapshot). A namespace
+//! that starts matching later brings its objects in as `Added`. One that
+//! stops matching (its labels changed, or deleted) has its watch stopped
+//! and its objects leave the snapshot as `Deleted` events — where
+//! shell-operator only stops the informer and the snapshot shrinks at the
+//! next run: a hook that keeps state per event would otherwise keep the
+//! objects of a namespace it no longer watches (the same reasoning as for a
+//! deleted CRD above).
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, ListParams, PartialObjectMeta, WatchEvent, WatchParams};
 use kube::core::{ApiResource, GroupVersionKind, TypeMeta};
@@ -62,7 +81,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::state::{Status, WatchHealth, WatchState};
 use crate::cluster::{Cluster, split_api_version};
-use crate::hooks::config::{KubernetesBinding, WatchEvent as HookWatchEvent};
+use crate::hooks::config::{KubernetesBinding, LabelSelector, WatchEvent as HookWatchEvent};
 use crate::hooks::context::{KubeEvent, SnapshotObject};
 use crate::hooks::{BindingContext, JqRunner};
 use crate::module::{HookKey, KubeBindingRef, LiveSnapshots};
@@ -136,6 +155,12 @@ struct Sub {
     key: BindingKey,
     binding: KubeBindingRef,
     synced: Arc<watch::Sender<Sync>>,
+    /// A `namespace.labelSelector` binding's watch of one namespace: its
+    /// objects are that namespace's part of the binding's snapshot.
+    part: Option<String>,
+    /// A part for a namespace that started matching after the binding's
+    /// synchronization: its objects arrive as `Added`.
+    late: bool,
 }
 
 /// A watch task in force.
@@ -161,8 +186,9 @@ pub struct KubeWatches {
     /// The CustomResourceDefinitions watch, while any watch runs: its
     /// counter moves on every CRD change.
     crds: Option<(CancellationToken, watch::Receiver<u64>)>,
-    /// Watch health entries handed out.
-    next_id: u64,
+    /// Watch health entries handed out (namespace selectors' watches
+    /// take theirs too).
+    ids: Arc<AtomicU64>,
 }
 
 impl KubeWatches {
@@ -179,7 +205,7 @@ impl KubeWatches {
             options,
             kinds: HashMap::new(),
             crds: None,
-            next_id: 0,
+            ids: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -279,6 +305,8 @@ impl KubeWatches {
                 key: key.clone(),
                 binding: b,
                 synced: Arc::new(synced),
+                part: None,
+                late: false,
             };
             self.bindings
                 .insert(key, (watch_key(&sub.binding.binding, &self.kinds), sub));
@@ -316,22 +344,38 @@ impl KubeWatches {
                 None => {
                     let token = shutdown.child_token();
                     let template = list[0].binding.binding.clone();
-                    self.next_id += 1;
-                    let health = Health::start(&self.status, self.next_id, &wk, &template);
                     let (subs_tx, subs_rx) = watch::channel(list);
-                    let task = WatchTask {
-                        cluster: cluster.clone(),
-                        shared: Shared {
-                            jq: jq.clone(),
-                            live: self.live.clone(),
-                            tx: self.tx.clone(),
-                        },
-                        template,
-                        health,
-                        crds: self.crds.as_ref().map(|(_, rx)| rx.clone()),
-                        options: self.options,
+                    let shared = Shared {
+                        jq: jq.clone(),
+                        live: self.live.clone(),
+                        tx: self.tx.clone(),
                     };
-                    tokio::spawn(task.run(subs_rx, token.clone()));
+                    let crds = self.crds.as_ref().map(|(_, rx)| rx.clone());
+                    if namespace_labels(&template).is_some() {
+                        let task = NsSelected {
+                            cluster: cluster.clone(),
+                            shared,
+                            template,
+                            key: wk.clone(),
+                            status: self.status.clone(),
+                            ids: self.ids.clone(),
+                            crds,
+                            options: self.options,
+                        };
+                        tokio::spawn(task.run(subs_rx, token.clone()));
+                    } else {
+                        let id = self.ids.fetch_add(1, Ordering::Relaxed) + 1;
+                        let health = Health::start(&self.status, id, &wk, &template);
+                        let task = WatchTask {
+                            cluster: cluster.clone(),
+                            shared,
+                            template,
+                            health,
+                            crds,
+                            options: self.options,
+                        };
+                        tokio::spawn(task.run(subs_rx, token.clone()));
+                    }
                     self.watches.insert(
                         wk,
                         Running {
@@ -446,6 +490,7 @@ fn watch_key(
         watched_namespaces(b),
         b.label_selector.as_ref().and_then(label_selector_string),
         field_selector_string(b),
+        namespace_labels(b),
     ])
     .to_string()
 }
@@ -464,6 +509,302 @@ fn watched_namespaces(b: &KubernetesBinding) -> Vec<String> {
     names
 }
 
+/// A binding's `namespace.labelSelector`, when it has one.
+fn namespace_labels(b: &KubernetesBinding) -> Option<&LabelSelector> {
+    b.namespace.as_ref().and_then(|n| n.label_selector.as_ref())
+}
+
+/// One namespace's watch of a [`NsSelected`] binding.
+struct Part {
+    handle: tokio::task::JoinHandle<()>,
+    subs: watch::Sender<Vec<Sub>>,
+}
+
+/// The bindings with a `namespace.labelSelector`, as shell-operator's
+/// namespace informer: Namespaces are watched (metadata only) and the
+/// bindings' kind is watched in each namespace matching the selector
+/// (and the `nameSelector`, when both are given), each namespace's watch
+/// a [`WatchTask`] of its own with its health entry.
+struct NsSelected {
+    cluster: Cluster,
+    shared: Shared,
+    template: KubernetesBinding,
+    key: WatchKey,
+    status: Arc<RwLock<Status>>,
+    ids: Arc<AtomicU64>,
+    crds: Option<watch::Receiver<u64>>,
+    options: WatchOptions,
+}
+
+impl NsSelected {
+    async fn run(self, mut subs: watch::Receiver<Vec<Sub>>, token: CancellationToken) {
+        let selector = namespace_labels(&self.template)
+            .cloned()
+            .unwrap_or_default();
+        let names = watched_namespaces(&self.template);
+        let api: Api<PartialObjectMeta<Namespace>> = Api::all(self.cluster.client().clone());
+        // The labels are matched here, not by the server: a namespace that
+        // loses them is then seen as changed, whatever the server sends.
+        let mut config = watcher::Config::default();
+        if let [one] = names.as_slice() {
+            config = config.fields(&format!("metadata.name={one}"));
+        }
+        let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+        // Its own health entry: which namespaces match (`objects`), and
+        // its failures, even while no namespace matches.
+        let id = self.ids.fetch_add(1, Ordering::Relaxed) + 1;
+        let health = Health::start_as(
+            &self.status,
+            id,
+            &format!("{} namespaces", self.key),
+            "v1 Namespace".to_string(),
+            names.clone(),
+        );
+        let mut failures = 0u32;
+        let wanted = |o: &PartialObjectMeta<Namespace>| {
+            let name = o.metadata.name.clone().unwrap_or_default();
+            let labels = o.metadata.labels.clone().unwrap_or_default();
+            let ok = (names.is_empty() || names.contains(&name))
+                && crate::hooks::context::selector_matches(
+                    &selector,
+                    &labels.into_iter().collect(),
+                );
+            (name, ok)
+        };
+        let mut state = NsState::default();
+        let mut listing: BTreeSet<String> = BTreeSet::new();
+        loop {
+            tokio::select! {
+                _ = token.cancelled() => break,
+                changed = subs.changed() => {
+                    if changed.is_err() {
+                        break;
+                    }
+                }
+                ev = stream.next() => match ev {
+                    None => break,
+                    Some(Ok(watcher::Event::Init)) => {
+                        listing.clear();
+                        continue;
+                    }
+                    Some(Ok(watcher::Event::InitApply(o))) => {
+                        if let (name, true) = wanted(&o) {
+                            listing.insert(name);
+                        }
+                        continue;
+                    }
+                    Some(Ok(watcher::Event::InitDone)) => {
+                        state.matching = Some(std::mem::take(&mut listing));
+                    }
+                    Some(Ok(watcher::Event::Apply(o))) => {
+                        let (name, ok) = wanted(&o);
+                        if let Some(m) = state.matching.as_mut() {
+                            if ok {
+                                m.insert(name);
+                            } else {
+                                m.remove(&name);
+                            }
+                        }
+                    }
+                    Some(Ok(watcher::Event::Delete(o))) => {
+                        let (name, _) = wanted(&o);
+                        if let Some(m) = state.matching.as_mut() {
+                            m.remove(&name);
+                        }
+                    }
+                    Some(Err(e)) => {
+                        // kube-runtime's watcher lists and watches again,
+                        // backing off.
+                        failures += 1;
+                        let why = format!("watching Namespaces: {e}");
+                        tracing::warn!("kubernetes bindings: {why} (for a namespace.labelSelector; restart {failures} in a row)");
+                        health.restarted(&why, failures);
+                        continue;
+                    }
+                },
+            }
+            if failures > 0 {
+                failures = 0;
+                health.update(|w| w.state = WatchState::Synced);
+            }
+            let list = subs.borrow_and_update().clone();
+            health.update(|w| {
+                w.bindings = list.iter().map(|s| short(&s.binding)).collect();
+                if let Some(m) = &state.matching {
+                    w.state = WatchState::Synced;
+                    w.objects = m.len();
+                    w.last_event_at = Some(SystemTime::now());
+                }
+            });
+            self.reconcile(&mut state, list, &token).await;
+        }
+        for (_, p) in std::mem::take(&mut state.parts) {
+            p.handle.abort();
+        }
+    }
+
+    /// Starts the watches of namespaces that match now, stops those of
+    /// namespaces that no longer do (their objects leave the snapshots, as
+    /// `Deleted`), and hands every watch the bindings in force.
+    async fn reconcile(&self, state: &mut NsState, list: Vec<Sub>, token: &CancellationToken) {
+        let Some(matching) = state.matching.clone() else {
+            return;
+        };
+        state.synced.retain(|k| list.iter().any(|s| &s.key == k));
+        let gone: Vec<String> = state
+            .parts
+            .keys()
+            .filter(|ns| !matching.contains(*ns))
+            .cloned()
+            .collect();
+        for ns in gone {
+            let Some(part) = state.parts.remove(&ns) else {
+                continue;
+            };
+            // Ended before its objects leave: it publishes nothing after.
+            part.handle.abort();
+            let _ = part.handle.await;
+            tracing::info!(
+                "kubernetes bindings: namespace {ns} no longer matches the namespace.labelSelector of {}: its objects leave the snapshots",
+                part.subs
+                    .borrow()
+                    .iter()
+                    .map(|s| short(&s.binding))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            for sub in part.subs.borrow().iter() {
+                let removed: Vec<SnapshotObject> = {
+                    let mut live = self.shared.live.write().unwrap_or_else(|p| p.into_inner());
+                    let Some(all) = live
+                        .get_mut(&sub.key.0)
+                        .and_then(|s| s.get_mut(&sub.binding.binding.name))
+                    else {
+                        continue;
+                    };
+                    let (out, keep) = std::mem::take(all)
+                        .into_iter()
+                        .partition(|o| o.namespace == ns);
+                    *all = keep;
+                    out
+                };
+                for item in removed {
+                    send_event(&self.shared, sub, HookWatchEvent::Deleted, item);
+                }
+            }
+        }
+        for ns in &matching {
+            let old: Vec<Sub> = state
+                .parts
+                .get(ns)
+                .map(|p| p.subs.borrow().clone())
+                .unwrap_or_default();
+            let parts: Vec<Sub> = list
+                .iter()
+                .map(|s| match old.iter().find(|o| o.key == s.key) {
+                    Some(o) => o.clone(),
+                    None => Sub {
+                        key: s.key.clone(),
+                        binding: s.binding.clone(),
+                        synced: Arc::new(watch::channel(Sync::Pending).0),
+                        part: Some(ns.clone()),
+                        late: state.synced.contains(&s.key),
+                    },
+                })
+                .collect();
+            match state.parts.get(ns) {
+                Some(p) => {
+                    p.subs.send_if_modified(|cur| {
+                        let changed = cur.iter().map(|s| &s.key).ne(parts.iter().map(|s| &s.key));
+                        *cur = parts;
+                        changed
+                    });
+                }
+                None => {
+                    let mut template = self.template.clone();
+                    if let Some(n) = template.namespace.as_mut() {
+                        n.label_selector = None;
+                        n.name_selector = Some(crate::hooks::config::NameSelector {
+                            match_names: vec![ns.clone()],
+                        });
+                    }
+                    let id = self.ids.fetch_add(1, Ordering::Relaxed) + 1;
+                    let key = format!("{} namespace {ns}", self.key);
+                    let health = Health::start(&self.status, id, &key, &template);
+                    let task = WatchTask {
+                        cluster: self.cluster.clone(),
+                        shared: Shared {
+                            jq: self.shared.jq.clone(),
+                            live: self.shared.live.clone(),
+                            tx: self.shared.tx.clone(),
+                        },
+                        template,
+                        health,
+                        crds: self.crds.clone(),
+                        options: self.options,
+                    };
+                    let (subs_tx, subs_rx) = watch::channel(parts);
+                    let handle = tokio::spawn(task.run(subs_rx, token.child_token()));
+                    state.parts.insert(
+                        ns.clone(),
+                        Part {
+                            handle,
+                            subs: subs_tx,
+                        },
+                    );
+                }
+            }
+        }
+        // A binding is synchronized once each namespace matching when it
+        // came has its initial list; namespaces matching later are `late`.
+        for sub in list {
+            if !state.synced.insert(sub.key.clone()) {
+                continue;
+            }
+            let waits: Vec<watch::Receiver<Sync>> = state
+                .parts
+                .values()
+                .filter_map(|p| {
+                    p.subs
+                        .borrow()
+                        .iter()
+                        .find(|s| s.key == sub.key)
+                        .map(|s| s.synced.subscribe())
+                })
+                .collect();
+            let live = self.shared.live.clone();
+            let token = token.clone();
+            tokio::spawn(async move {
+                for mut rx in waits {
+                    // Its sender gone: that namespace's watch stopped (it
+                    // no longer matches), or this whole watch did.
+                    if rx.wait_for(|s| *s != Sync::Pending).await.is_err() && token.is_cancelled() {
+                        return;
+                    }
+                }
+                // No namespace matching: an empty snapshot, still one.
+                live.write()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .entry(sub.key.0.clone())
+                    .or_default()
+                    .entry(sub.binding.binding.name.clone())
+                    .or_default();
+                sub.synced.send_replace(Sync::Synced);
+            });
+        }
+    }
+}
+
+/// What a [`NsSelected`] knows.
+#[derive(Default)]
+struct NsState {
+    /// The namespaces matching; `None` until they are listed.
+    matching: Option<BTreeSet<String>>,
+    parts: BTreeMap<String, Part>,
+    /// Bindings past their synchronization.
+    synced: HashSet<BindingKey>,
+}
+
 /// A watch's entry in [`Status::watches`], removed when the task ends.
 struct Health {
     status: Arc<RwLock<Status>>,
@@ -472,15 +813,26 @@ struct Health {
 
 impl Health {
     fn start(status: &Arc<RwLock<Status>>, id: u64, key: &str, b: &KubernetesBinding) -> Health {
+        let kind = match &b.api_version {
+            Some(v) => format!("{v} {}", b.kind),
+            None => b.kind.clone(),
+        };
+        Health::start_as(status, id, key, kind, watched_namespaces(b))
+    }
+
+    fn start_as(
+        status: &Arc<RwLock<Status>>,
+        id: u64,
+        key: &str,
+        kind: String,
+        namespaces: Vec<String>,
+    ) -> Health {
         let mut st = status.write().unwrap_or_else(|p| p.into_inner());
         st.watches.push(WatchHealth {
             id,
             key: key.to_string(),
-            kind: match &b.api_version {
-                Some(v) => format!("{v} {}", b.kind),
-                None => b.kind.clone(),
-            },
-            namespaces: watched_namespaces(b),
+            kind,
+            namespaces,
             bindings: Vec::new(),
             state: WatchState::Starting,
             started_at: SystemTime::now(),
@@ -595,28 +947,19 @@ struct SubState {
 
 impl SubState {
     fn new(sub: Sub, kind: &str) -> SubState {
-        let sb = &sub.binding.binding;
-        if sb
-            .namespace
-            .as_ref()
-            .is_some_and(|n| n.label_selector.is_some())
-        {
-            tracing::warn!(
-                "{}: namespace.labelSelector is not supported yet: ignored",
-                who(&sub.binding)
-            );
-        }
-        let mut matcher = sb.clone();
+        let mut matcher = sub.binding.binding.clone();
         matcher.kind = kind.to_string();
         matcher.api_version = None;
+        // A namespace.labelSelector binding's parts watch only namespaces
+        // that match it (chosen by [`NsSelected`]).
         if let Some(n) = matcher.namespace.as_mut() {
             n.label_selector = None;
         }
         SubState {
+            synced: sub.late,
             sub,
             matcher,
             kept: BTreeMap::new(),
-            synced: false,
         }
     }
 }
@@ -1310,46 +1653,60 @@ impl SubState {
     /// Writes the snapshot where the session reads it: the kept entries
     /// themselves (shared, in namespace and name order), not copies.
     fn publish(&self, sh: &Shared) {
-        let items: Vec<SnapshotObject> = self.kept.values().map(|k| k.item.clone()).collect();
-        sh.live
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(self.sub.key.0.clone())
-            .or_default()
-            .insert(self.sub.binding.binding.name.clone(), items);
+        let items = self.kept.values().map(|k| k.item.clone());
+        let mut live = sh.live.write().unwrap_or_else(|p| p.into_inner());
+        let snaps = live.entry(self.sub.key.0.clone()).or_default();
+        let name = self.sub.binding.binding.name.clone();
+        match &self.sub.part {
+            None => {
+                snaps.insert(name, items.collect());
+            }
+            // One namespace's part: the others' objects stay.
+            Some(ns) => {
+                let all = snaps.entry(name).or_default();
+                all.retain(|o| &o.namespace != ns);
+                all.extend(items);
+                all.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+            }
+        }
     }
 
     /// Sends an `Event` context when the binding runs on it.
     fn event(&self, sh: &Shared, ev: HookWatchEvent, item: SnapshotObject) {
-        let b = &self.sub.binding.binding;
-        if !b.execute_hook_on_event.contains(&ev) {
-            return;
-        }
-        let all = sh
-            .live
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&self.sub.key.0)
-            .cloned()
-            .unwrap_or_default();
-        let context = BindingContext::kubernetes(
-            b,
-            KubeEvent::Event {
-                watch_event: ev,
-                object: Some(item),
-            },
-            &all,
-        );
-        let _ = sh.tx.send(HookEvent {
-            module: self.sub.binding.module.clone(),
-            hook: self.sub.binding.hook.clone(),
-            binding: b.name.clone(),
-            queue: b.queue.clone(),
-            allow_failure: b.allow_failure,
-            context,
-            key: self.sub.key.clone(),
-        });
+        send_event(sh, &self.sub, ev, item);
     }
+}
+
+/// Sends `sub`'s `Event` context when the binding runs on it.
+fn send_event(sh: &Shared, sub: &Sub, ev: HookWatchEvent, item: SnapshotObject) {
+    let b = &sub.binding.binding;
+    if !b.execute_hook_on_event.contains(&ev) {
+        return;
+    }
+    let all = sh
+        .live
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&sub.key.0)
+        .cloned()
+        .unwrap_or_default();
+    let context = BindingContext::kubernetes(
+        b,
+        KubeEvent::Event {
+            watch_event: ev,
+            object: Some(item),
+        },
+        &all,
+    );
+    let _ = sh.tx.send(HookEvent {
+        module: sub.binding.module.clone(),
+        hook: sub.binding.hook.clone(),
+        binding: b.name.clone(),
+        queue: b.queue.clone(),
+        allow_failure: b.allow_failure,
+        context,
+        key: sub.key.clone(),
+    });
 }
 
 fn checksum(v: Option<&Value>) -> u64 {
@@ -1637,6 +1994,178 @@ mod tests {
         .await;
 
         // Stopped: the entries go.
+        kw.clear();
+        until("entries removed", || watch_health(&status).is_empty()).await;
+        shutdown.cancel();
+    }
+
+    /// `namespace/name` of each object in a binding's live snapshot;
+    /// `None` when the binding has none.
+    fn live_names(kw: &KubeWatches, binding: &str) -> Option<Vec<String>> {
+        let live = kw.live();
+        let live = live.read().unwrap();
+        let objs = live.get(&(None, "h.sh".to_string()))?.get(binding)?;
+        Some(
+            objs.iter()
+                .map(|o| format!("{}/{}", o.namespace, o.name))
+                .collect(),
+        )
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn namespace_label_selectors_follow_the_namespaces_labels_against_fake_apiserver() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let fake = fake_apiserver::FakeApiServer::new();
+        let cluster = Cluster::from_client(
+            fake.client(),
+            crate::cluster::RateLimit { qps: 0.0, burst: 1 },
+        );
+        let nss: Api<Namespace> = Api::all(fake.client());
+        let labelled = |name: &str, labels: Value| -> Namespace {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": name, "labels": labels},
+            }))
+            .unwrap()
+        };
+        for (ns, labels) in [
+            ("a1", serde_json::json!({"team": "a", "tier": "x"})),
+            ("a2", serde_json::json!({"team": "a"})),
+            ("b", serde_json::json!({"team": "b"})),
+        ] {
+            nss.create(&Default::default(), &labelled(ns, labels))
+                .await
+                .unwrap();
+            let cms: Api<ConfigMap> = Api::namespaced(fake.client(), ns);
+            let cm: ConfigMap = serde_json::from_value(serde_json::json!({
+                "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+            }))
+            .unwrap();
+            cms.create(&Default::default(), &cm).await.unwrap();
+        }
+        let status = Arc::new(RwLock::new(Status::default()));
+        let mut kw = KubeWatches::new(status.clone(), WatchOptions::default());
+        let shutdown = CancellationToken::new();
+        let jq = JqRunner::default();
+        let started = kw.set(
+            vec![
+                binding(
+                    r#"{"name":"team","apiVersion":"v1","kind":"ConfigMap","namespace":{"labelSelector":{"matchExpressions":[{"key":"team","operator":"In","values":["a"]}]}}}"#,
+                ),
+                // Both selectors: the namespaces named that match.
+                binding(
+                    r#"{"name":"both","apiVersion":"v1","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["a2","b"]},"labelSelector":{"matchLabels":{"team":"a"}}}}"#,
+                ),
+                binding(
+                    r#"{"name":"none","apiVersion":"v1","kind":"ConfigMap","namespace":{"labelSelector":{"matchLabels":{"team":"z"}}}}"#,
+                ),
+                // One name: its Namespace asked for by name.
+                binding(
+                    r#"{"name":"one","apiVersion":"v1","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["b"]},"labelSelector":{"matchLabels":{"team":"a"}}}}"#,
+                ),
+            ],
+            &cluster,
+            &jq,
+            &shutdown,
+        );
+        let late = kw.wait_synced(&started, Duration::from_secs(10)).await;
+        assert!(late.is_empty(), "{late:?}");
+        let names = |v: &[&str]| Some(v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(live_names(&kw, "team"), names(&["a1/c", "a2/c"]));
+        assert_eq!(live_names(&kw, "both"), names(&["a2/c"]));
+        assert_eq!(live_names(&kw, "none"), names(&[]));
+        assert_eq!(live_names(&kw, "one"), names(&[]));
+        // Synchronization is not an event.
+        assert!(kw.take_ready().is_empty());
+        // Each selector's Namespace watch, and one watch per namespace.
+        let h = watch_health(&status);
+        let of = |kind: &str| {
+            let mut v: Vec<Vec<String>> = h
+                .iter()
+                .filter(|w| w.kind.contains(kind))
+                .map(|w| w.namespaces.clone())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(of("Namespace").len(), 4, "{h:?}");
+        assert_eq!(
+            of("ConfigMap"),
+            [vec!["a1".to_string()], vec!["a2".into()], vec!["a2".into()]],
+            "{h:?}"
+        );
+        assert!(h.iter().all(|w| w.state == WatchState::Synced), "{h:?}");
+
+        let events = |kw: &mut KubeWatches| -> Vec<(String, String)> {
+            kw.take_ready()
+                .into_iter()
+                .map(|e| {
+                    let Some(KubeEvent::Event {
+                        watch_event,
+                        object: Some(o),
+                    }) = e.context.event
+                    else {
+                        panic!("not an Event: {:?}", e.context);
+                    };
+                    (
+                        format!("{}:{watch_event:?}", e.binding),
+                        format!("{}/{}", o.namespace, o.name),
+                    )
+                })
+                .collect()
+        };
+        // `b` labelled: its object comes in as Added, to the binding whose
+        // nameSelector names it too.
+        nss.patch(
+            "b",
+            &Default::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"metadata": {"labels": {"team": "a"}}})),
+        )
+        .await
+        .unwrap();
+        until("b's object in", || {
+            live_names(&kw, "both") == names(&["a2/c", "b/c"])
+                && live_names(&kw, "one") == names(&["b/c"])
+                && live_names(&kw, "team") == names(&["a1/c", "a2/c", "b/c"])
+        })
+        .await;
+        let mut got = events(&mut kw);
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                ("both:Added".to_string(), "b/c".to_string()),
+                ("one:Added".into(), "b/c".into()),
+                ("team:Added".into(), "b/c".into())
+            ]
+        );
+        // `a1` unlabelled: its object leaves as Deleted, its watch stops.
+        nss.patch(
+            "a1",
+            &Default::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"metadata": {"labels": {"team": null}}})),
+        )
+        .await
+        .unwrap();
+        until("a1's object out", || {
+            live_names(&kw, "team") == names(&["a2/c", "b/c"])
+        })
+        .await;
+        assert_eq!(
+            events(&mut kw),
+            [("team:Deleted".to_string(), "a1/c".to_string())]
+        );
+        until("a1's watch gone", || {
+            !watch_health(&status).iter().any(|w| w.namespaces == ["a1"])
+        })
+        .await;
+        // A deleted namespace: the same.
+        nss.delete("a2", &Default::default()).await.unwrap();
+        until("a2's objects out", || {
+            live_names(&kw, "team") == names(&["b/c"]) && live_names(&kw, "both") == names(&["b/c"])
+        })
+        .await;
+
         kw.clear();
         until("entries removed", || watch_health(&status).is_empty()).await;
         shutdown.cancel();

@@ -21,6 +21,7 @@ mod cluster_leader;
 mod cluster_lifecycle;
 mod cluster_module_deps;
 mod cluster_mysql;
+mod cluster_ns_selector;
 mod cluster_operator;
 mod cluster_operator_api;
 mod cluster_ownership;
