@@ -22,6 +22,7 @@ mod cluster_lifecycle;
 mod cluster_module_deps;
 mod cluster_operator;
 mod cluster_operator_api;
+mod cluster_operator_archive;
 mod cluster_ownership;
 mod cluster_queues;
 mod cluster_watch_health;
