@@ -219,3 +219,26 @@ pub fn write_config_data(
         message: e.to_string(),
     })
 }
+
+#[cfg(test)]
+mod archive_key_tests {
+    use super::*;
+
+    #[test]
+    fn archive_keys_are_taken_out_and_checked() {
+        let data: BTreeMap<String, String> = [
+            ("db-archived", "true"),
+            ("web-archived", "false"),
+            ("dbEnabled", "true"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let cfg = OfflineConfig::from_data(data).unwrap();
+        assert_eq!(cfg.archived.iter().collect::<Vec<_>>(), ["db"]);
+        assert_eq!(cfg.kube.modules["db"].enabled, Some(true));
+        let bad = BTreeMap::from([("db-archived".to_string(), "yes".to_string())]);
+        let e = OfflineConfig::from_data(bad).unwrap_err();
+        assert!(e.contains("'db-archived'") && e.contains("'yes'"), "{e}");
+    }
+}

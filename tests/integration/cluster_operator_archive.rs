@@ -280,3 +280,88 @@ async fn operator_archives_restores_and_sweeps_a_module_through_its_configmap_ag
     .await);
     assert!(yaml.contains("by: antiopa (retention)"), "{yaml}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_leader_sweeps_expired_archives_against_fake_apiserver() {
+    let s = serve().await;
+    let kc = &s.kubeconfig;
+    let dir = tempfile::tempdir().unwrap();
+    let (modules, global) = tree(dir.path());
+    prepare(kc, Some("db-archived=true")).await;
+    let c = cluster(kc).await;
+    let limit = Duration::from_secs(60);
+    // Deployed, then archived by a first operator.
+    let op = Operator::start(kc, &modules, &global, &dir.path().join("op1.log"), &[]);
+    eventually(limit, "web deployed", || async {
+        last(&c, "web").await.is_some()
+    })
+    .await;
+    drop(op);
+    patch_config(kc, r#"{"data":{"db-archived":null}}"#).await;
+    let op = Operator::start(kc, &modules, &global, &dir.path().join("op2.log"), &[]);
+    eventually(limit, "db deployed", || async {
+        db_state(&c).await == Some(lifecycle::State::Running)
+    })
+    .await;
+    patch_config(kc, r#"{"data":{"db-archived":"true"}}"#).await;
+    eventually(limit, "db archived", || async {
+        db_state(&c).await == Some(lifecycle::State::Archived)
+    })
+    .await;
+    drop(op);
+
+    // Someone else holds the Lease: a standby with a short retention
+    // cleans nothing up.
+    let now = chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string();
+    let lease = format!(
+        r#"{{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{{"name":"antiopa-leader-election","namespace":"{NS}"}},"spec":{{"holderIdentity":"someone-else","renewTime":"{now}","acquireTime":"{now}","leaseDurationSeconds":3600}}}}"#
+    );
+    let file = dir.path().join("lease.json");
+    std::fs::write(&file, lease).unwrap();
+    ok(&run_args(
+        "kubectl".into(),
+        args(&["apply", "-f", &file.display().to_string()], kc),
+    )
+    .await);
+    let log = dir.path().join("standby.log");
+    let standby = Operator::start(
+        kc,
+        &modules,
+        &global,
+        &log,
+        &[
+            "--leader-elect",
+            "--archive-retention",
+            "1s",
+            "--archive-sweep-interval",
+            "1s",
+        ],
+    );
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(
+        db_state(&c).await,
+        Some(lifecycle::State::Archived),
+        "{}",
+        standby.log()
+    );
+    // The Lease freed: the replica leads, and its sweep cleans up.
+    ok(&run_args(
+        "kubectl".into(),
+        args(
+            &["-n", NS, "delete", "lease", "antiopa-leader-election"],
+            kc,
+        ),
+    )
+    .await);
+    eventually(limit, "db's archive cleaned up by the leader", || async {
+        last(&c, "db").await.is_none()
+    })
+    .await;
+    assert!(
+        !exists(kc, "persistentvolumeclaim/db-data").await,
+        "{}",
+        standby.log()
+    );
+}
