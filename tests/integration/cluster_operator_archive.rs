@@ -290,12 +290,16 @@ async fn only_the_leader_sweeps_expired_archives_against_fake_apiserver() {
     prepare(kc, Some("db-archived=true")).await;
     let c = cluster(kc).await;
     let limit = Duration::from_secs(60);
-    // Deployed, then archived by a first operator.
+    // Archived from the start: not installed; then deployed and archived.
     let op = Operator::start(kc, &modules, &global, &dir.path().join("op1.log"), &[]);
     eventually(limit, "web deployed", || async {
         last(&c, "web").await.is_some()
     })
     .await;
+    assert!(
+        last(&c, "db").await.is_none(),
+        "archived from the start: never installed"
+    );
     drop(op);
     patch_config(kc, r#"{"data":{"db-archived":null}}"#).await;
     let op = Operator::start(kc, &modules, &global, &dir.path().join("op2.log"), &[]);
