@@ -7,6 +7,8 @@
 //!   uninstall, `afterDeleteHelm`), ModuleRun for every enabled module in
 //!   module order (modules of equal order together, bounded), then
 //!   `afterAll` hooks; hooks that change global values converge again.
+//!   Modules archived through their ConfigMap key are archived instead of
+//!   run, and their releases never uninstalled ([`archive`]).
 //! - **ModuleRun** ([`module_run`]): `onStartup` (first run, or on
 //!   enablement), `beforeHelm`, values, the chart rendered, a release
 //!   written only when the render differs from the deployed one, then
@@ -885,6 +887,9 @@ impl Operator {
             .filter(|n| !archived.contains(*n))
             .cloned()
             .collect();
+        // One module's failed archive holds up no other: it is marked
+        // failed and tried again with the converge's backoff.
+        let mut archive_errors = Vec::new();
         for name in archived
             .iter()
             .filter(|n| in_tree.contains(*n) || releases.contains(*n))
@@ -892,9 +897,11 @@ impl Operator {
             self.work.modules.remove(name);
             if let Err(e) = archive::archive_module(&self.ctx, name).await {
                 tracing::error!(module = %name, "archive failed: {e}");
-                self.ctx
-                    .module_status(name, |m| m.last_error = Some(e.clone()));
-                return self.converge_failed(format!("module '{name}': archive: {e}"));
+                self.ctx.module_status(name, |m| {
+                    m.phase = Phase::Failed;
+                    m.last_error = Some(e.clone());
+                });
+                archive_errors.push(format!("module '{name}': archive: {e}"));
             }
         }
         // An archived release stays archived until cleaned up, disabled or not.
@@ -978,7 +985,9 @@ impl Operator {
                     tracing::info!("afterAll hooks changed global values: converging again");
                     self.activation = "GlobalValuesChanged";
                     self.work.converge_at = Some(Instant::now());
-                } else if !view.script_errors.is_empty() && !self.ctx.settings.once {
+                } else if !(view.script_errors.is_empty() && archive_errors.is_empty())
+                    && !self.ctx.settings.once
+                {
                     // Their modules keep what they had; ask again later.
                     self.work.converge_failures += 1;
                     let delay = backoff::delay_with_jitter(self.work.converge_failures);
@@ -986,6 +995,7 @@ impl Operator {
                 }
                 if self.ctx.settings.once {
                     self.failures.extend(view.script_errors.values().cloned());
+                    self.failures.extend(archive_errors);
                 }
             }
             Err(e) => return self.converge_failed(format!("afterAll hooks: {e}")),
