@@ -985,7 +985,7 @@ impl Operator {
                     tracing::info!("afterAll hooks changed global values: converging again");
                     self.activation = "GlobalValuesChanged";
                     self.work.converge_at = Some(Instant::now());
-                } else if !(view.script_errors.is_empty() && archive_errors.is_empty())
+                } else if (!view.script_errors.is_empty() || !archive_errors.is_empty())
                     && !self.ctx.settings.once
                 {
                     // Their modules keep what they had; ask again later.
