@@ -75,6 +75,9 @@ enum Command {
     /// Clean up an archived release (its claims and history deleted), or
     /// with --expired every archive older than the retention.
     Cleanup(lifecycle::CleanupArgs),
+    /// A release's action log: install, upgrade, archive, restore,
+    /// cleanup, uninstall, with who did each and how it ended.
+    Actions(lifecycle::ActionsArgs),
     /// Run the operator: converge the modules tree into the cluster and
     /// keep it converged (addon-operator's environment and ConfigMap).
     Run(run::RunArgs),
@@ -364,6 +367,7 @@ fn run_cli() -> i32 {
         Command::Archive(a) => exit_code(lifecycle::run_archive(a)),
         Command::Restore(a) => exit_code(lifecycle::run_restore(a)),
         Command::Cleanup(a) => exit_code(lifecycle::run_cleanup(a)),
+        Command::Actions(a) => exit_code(lifecycle::run_actions(a)),
         Command::History(a) => exit_code(apply::run_history(a)),
         Command::Run(a) => run::run_operator(a),
         Command::Queue(c) => ctl::run_queue(c),

@@ -113,6 +113,13 @@ pub struct RunArgs {
     /// (real apiservers send a bookmark about every minute).
     #[arg(long = "watch-liveness", env = "ANTIOPA_WATCH_LIVENESS", default_value = "2m", value_parser = super::module::parse_duration_arg)]
     watch_liveness: Duration,
+    /// Archived module releases older than this are cleaned up (Go
+    /// duration: 336h; or days: 14d).
+    #[arg(long = "archive-retention", env = "ANTIOPA_ARCHIVE_RETENTION", default_value = "14d", value_parser = super::lifecycle::parse_retention)]
+    archive_retention: Duration,
+    /// How often expired archives are looked for (and once at start).
+    #[arg(long = "archive-sweep-interval", env = "ANTIOPA_ARCHIVE_SWEEP_INTERVAL", default_value = "1h", value_parser = super::module::parse_duration_arg)]
+    archive_sweep_interval: Duration,
     /// Converge once, then exit (non-zero when a module or global hook
     /// failed).
     #[arg(long)]
@@ -199,6 +206,11 @@ fn settings(a: &RunArgs) -> Result<Settings, String> {
     s.once = a.once;
     s.parallel = a.parallel;
     s.rescan_interval = (!a.rescan_interval.is_zero()).then_some(a.rescan_interval);
+    s.archive_retention = a.archive_retention;
+    if a.archive_sweep_interval.is_zero() {
+        return Err("--archive-sweep-interval must be more than 0".into());
+    }
+    s.archive_sweep_interval = a.archive_sweep_interval;
     let address = a
         .listen_address
         .clone()

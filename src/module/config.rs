@@ -10,7 +10,7 @@
 //! key never holds a `-`). A module named `values` can therefore not be
 //! configured through this file.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use regex::Regex;
@@ -30,6 +30,34 @@ pub struct OfflineConfig {
     pub legacy_data: BTreeMap<String, String>,
     /// `disable-modules`: names or globs (`*`, `?`), comma-separated.
     pub disable_modules: Vec<String>,
+    /// Modules whose `<module-name>-archived` key is `"true"`.
+    pub archived: BTreeSet<String>,
+}
+
+/// The suffix of antiopa's archive keys: `<module-name>-archived`.
+pub const ARCHIVED_SUFFIX: &str = "-archived";
+
+/// The modules a ConfigMap's `data` marks archived
+/// (`<module-name>-archived: "true"`; `"false"` or no key: not archived).
+pub fn archived_modules(data: &BTreeMap<String, String>) -> Result<BTreeSet<String>, String> {
+    let mut out = BTreeSet::new();
+    for (k, v) in data {
+        let Some(module) = k.strip_suffix(ARCHIVED_SUFFIX) else {
+            continue;
+        };
+        match v.trim() {
+            "true" => {
+                out.insert(module.to_string());
+            }
+            "false" => {}
+            other => {
+                return Err(format!(
+                    "module archive key '{k}' should be \"true\" or \"false\", got '{other}'"
+                ));
+            }
+        }
+    }
+    Ok(out)
 }
 
 impl OfflineConfig {
@@ -81,8 +109,14 @@ impl OfflineConfig {
     /// Parses a ConfigMap's `data` (the operator's watched ConfigMap).
     pub fn from_data(data: BTreeMap<String, String>) -> Result<OfflineConfig, String> {
         let mut kube_data = BTreeMap::new();
-        let mut cfg = OfflineConfig::default();
+        let mut cfg = OfflineConfig {
+            archived: archived_modules(&data)?,
+            ..OfflineConfig::default()
+        };
         for (k, s) in data {
+            if k.ends_with(ARCHIVED_SUFFIX) {
+                continue;
+            }
             if k == "disable-modules" {
                 cfg.disable_modules = s
                     .split(',')
@@ -184,4 +218,27 @@ pub fn write_config_data(
         path: path.display().to_string(),
         message: e.to_string(),
     })
+}
+
+#[cfg(test)]
+mod archive_key_tests {
+    use super::*;
+
+    #[test]
+    fn archive_keys_are_taken_out_and_checked() {
+        let data: BTreeMap<String, String> = [
+            ("db-archived", "true"),
+            ("web-archived", "false"),
+            ("dbEnabled", "true"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let cfg = OfflineConfig::from_data(data).unwrap();
+        assert_eq!(cfg.archived.iter().collect::<Vec<_>>(), ["db"]);
+        assert_eq!(cfg.kube.modules["db"].enabled, Some(true));
+        let bad = BTreeMap::from([("db-archived".to_string(), "yes".to_string())]);
+        let e = OfflineConfig::from_data(bad).unwrap_err();
+        assert!(e.contains("'db-archived'") && e.contains("'yes'"), "{e}");
+    }
 }

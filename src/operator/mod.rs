@@ -7,6 +7,8 @@
 //!   uninstall, `afterDeleteHelm`), ModuleRun for every enabled module in
 //!   module order (modules of equal order together, bounded), then
 //!   `afterAll` hooks; hooks that change global values converge again.
+//!   Modules archived through their ConfigMap key are archived instead of
+//!   run, and their releases never uninstalled ([`archive`]).
 //! - **ModuleRun** ([`module_run`]): `onStartup` (first run, or on
 //!   enablement), `beforeHelm`, values, the chart rendered, a release
 //!   written only when the render differs from the deployed one, then
@@ -57,6 +59,7 @@
 //! synchronous session (hooks, values, renders) runs on blocking threads,
 //! the cluster side on the caller's tokio runtime.
 
+pub mod archive;
 pub mod backoff;
 pub mod configmap;
 pub mod debug;
@@ -140,6 +143,10 @@ pub struct Settings {
     /// How watches of kubernetes bindings tell a dead connection from a
     /// quiet one.
     pub watch: WatchOptions,
+    /// Archived module releases older than this are cleaned up.
+    pub archive_retention: Duration,
+    /// How often the retention sweep looks (and once at start).
+    pub archive_sweep_interval: Duration,
 }
 
 impl Settings {
@@ -164,6 +171,8 @@ impl Settings {
             metrics_prefix: metrics::DEFAULT_PREFIX.to_string(),
             leader: None,
             watch: WatchOptions::default(),
+            archive_retention: release::lifecycle::DEFAULT_RETENTION,
+            archive_sweep_interval: archive::DEFAULT_SWEEP_INTERVAL,
         }
     }
 }
@@ -482,6 +491,8 @@ pub async fn run(
     };
     if !ctx.settings.once {
         ctx.start_drift(&signals.shutdown, leadership.as_ref().map(|l| l.receiver()));
+        let leading = leadership.as_ref().map(|l| l.receiver());
+        archive::start_retention_sweep(&ctx, &signals.shutdown, leading);
     }
     http::start(&ctx, &signals.shutdown).await;
     // addon-operator's live_ticks: every 10 seconds while the process runs.
@@ -717,9 +728,11 @@ impl Operator {
         };
         self.ctx.status().config_error = None;
         let first = self.config_data.is_none();
+        let archived_before = self.config_data.as_ref().map(archived_of);
+        let archived_changed = archived_before.is_some_and(|a| a != archived_of(&data));
         self.config_data = Some(data);
         let now = Instant::now();
-        if first || delta.reconverge {
+        if first || delta.reconverge || archived_changed {
             if !first {
                 tracing::info!("config changed: global section or enabled flags; converging");
                 self.activation = "KubeConfigChanged";
@@ -854,19 +867,52 @@ impl Operator {
                 return self.converge_failed(format!("listing releases: {e}"));
             }
         };
+        // Archived modules (their ConfigMap key) are archived, not run.
+        let archived = self
+            .config_data
+            .as_ref()
+            .map(archived_of)
+            .unwrap_or_default();
         let enabled_now: BTreeSet<String> = view
             .modules
             .iter()
-            .filter(|(_, on, _)| *on)
+            .filter(|(n, on, _)| *on && !archived.contains(n))
             .map(|(n, _, _)| n.clone())
             .collect();
         let in_tree: BTreeSet<String> = view.modules.iter().map(|(n, _, _)| n.clone()).collect();
-        let to_delete: BTreeSet<String> = releases
+        let mut to_delete: BTreeSet<String> = releases
             .iter()
             .chain(self.enabled.iter())
             .filter(|n| !enabled_now.contains(*n) && !view.script_errors.contains_key(*n))
+            .filter(|n| !archived.contains(*n))
             .cloned()
             .collect();
+        // One module's failed archive holds up no other: it is marked
+        // failed and tried again with the converge's backoff.
+        let mut archive_errors = Vec::new();
+        for name in archived
+            .iter()
+            .filter(|n| in_tree.contains(*n) || releases.contains(*n))
+        {
+            self.work.modules.remove(name);
+            if let Err(e) = archive::archive_module(&self.ctx, name).await {
+                tracing::error!(module = %name, "archive failed: {e}");
+                self.ctx.module_status(name, |m| {
+                    m.phase = Phase::Failed;
+                    m.last_error = Some(e.clone());
+                });
+                archive_errors.push(format!("module '{name}': archive: {e}"));
+            }
+        }
+        // An archived release stays archived until cleaned up, disabled or not.
+        for name in to_delete.clone().iter().filter(|n| releases.contains(*n)) {
+            if let Ok(Some(release::lifecycle::State::Archived)) =
+                archive::release_state(&self.ctx, name).await
+            {
+                to_delete.remove(name);
+                self.ctx.module_status(name, |m| m.phase = Phase::Archived);
+            }
+        }
         for name in &to_delete {
             self.work.modules.remove(name);
             if let Err(e) = module_run::delete(
@@ -939,7 +985,9 @@ impl Operator {
                     tracing::info!("afterAll hooks changed global values: converging again");
                     self.activation = "GlobalValuesChanged";
                     self.work.converge_at = Some(Instant::now());
-                } else if !view.script_errors.is_empty() && !self.ctx.settings.once {
+                } else if (!view.script_errors.is_empty() || !archive_errors.is_empty())
+                    && !self.ctx.settings.once
+                {
                     // Their modules keep what they had; ask again later.
                     self.work.converge_failures += 1;
                     let delay = backoff::delay_with_jitter(self.work.converge_failures);
@@ -947,6 +995,7 @@ impl Operator {
                 }
                 if self.ctx.settings.once {
                     self.failures.extend(view.script_errors.values().cloned());
+                    self.failures.extend(archive_errors);
                 }
             }
             Err(e) => return self.converge_failed(format!("afterAll hooks: {e}")),
@@ -1510,6 +1559,12 @@ fn enabled_view(s: &mut Session, first: bool) -> Result<EnabledView, ModuleError
 
 /// A hash of the module directories' file tree (paths, sizes, mtimes,
 /// symlink targets), to notice a new image layer or a git-sync flip.
+/// The modules the ConfigMap's data marks archived (a config in force has
+/// been checked: a bad archive key refuses it whole).
+fn archived_of(data: &BTreeMap<String, String>) -> BTreeSet<String> {
+    crate::module::config::archived_modules(data).unwrap_or_default()
+}
+
 fn fingerprint(settings: &ModulesSettings) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();

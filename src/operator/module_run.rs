@@ -33,9 +33,15 @@ pub(crate) async fn run(ctx: &Ctx, name: &str) -> Result<Ran, String> {
     // the next successful run.
     ctx.drift.suspend(name);
     let ns = ctx.settings.namespace.clone();
-    let history = release::history(&ctx.cluster, name, &ns)
+    let mut history = release::history(&ctx.cluster, name, &ns)
         .await
         .map_err(|e| format!("reading the release: {e}"))?;
+    // Archived through its ConfigMap key before, the key gone now.
+    if super::archive::restore_if_archived(ctx, name, &history).await? {
+        history = release::history(&ctx.cluster, name, &ns)
+            .await
+            .map_err(|e| format!("reading the release: {e}"))?;
+    }
     let next = release::next_revision(&history);
     let deployed = deployed_render_for(&history);
 

@@ -23,6 +23,10 @@ pub enum Phase {
     Failed,
     /// Disabled (its release, if any, uninstalled).
     Disabled,
+    /// Archived through its ConfigMap key (`<module-name>-archived`), or
+    /// disabled with its release archived: workloads deleted, claims and
+    /// history kept; not run until the key goes.
+    Archived,
     /// Enabled, but a module it requires (`module.yaml`) is disabled or
     /// not deployed: not run until that one is.
     Waiting,

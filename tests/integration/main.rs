@@ -24,6 +24,7 @@ mod cluster_mysql;
 mod cluster_ns_selector;
 mod cluster_operator;
 mod cluster_operator_api;
+mod cluster_operator_archive;
 mod cluster_ownership;
 mod cluster_queues;
 mod cluster_watch_health;

@@ -94,8 +94,9 @@ impl LabelSelector {
     }
 }
 
-/// A parsed field selector: `metadata.name`, `metadata.namespace` and (for Secrets, as the real
-/// apiserver allows) `type`, with `=`, `==` and `!=`.
+/// A parsed field selector: `metadata.name`, `metadata.namespace` and the field labels the real
+/// apiserver adds per kind (Secrets' `type`, Pods' `status.phase`, `spec.nodeName`, Events'
+/// `involvedObject.*`, `reason`, `reportingComponent`), with `=`, `==` and `!=`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FieldSelector {
     reqs: Vec<(String, bool, String)>,
@@ -123,7 +124,21 @@ impl FieldSelector {
             let k = k.trim();
             if !matches!(
                 k,
-                "metadata.name" | "metadata.namespace" | "type" | "status.phase" | "spec.nodeName"
+                "metadata.name"
+                    | "metadata.namespace"
+                    | "type"
+                    | "status.phase"
+                    | "spec.nodeName"
+                    // Events' field labels (`kubectl get events --field-selector`).
+                    | "involvedObject.kind"
+                    | "involvedObject.namespace"
+                    | "involvedObject.name"
+                    | "involvedObject.uid"
+                    | "involvedObject.apiVersion"
+                    | "involvedObject.resourceVersion"
+                    | "involvedObject.fieldPath"
+                    | "reason"
+                    | "reportingComponent"
             ) {
                 return Err(format!("field label not supported: {k}"));
             }
@@ -182,5 +197,13 @@ mod tests {
                 .matches(&o)
         );
         assert!(FieldSelector::parse("metadata.uid=a").is_err());
+        let ev = json!({"involvedObject": {"kind": "Secret", "name": "s"}, "reason": "Archived"});
+        let sel = FieldSelector::parse("involvedObject.name=s,reason=Archived").unwrap();
+        assert!(sel.matches(&ev));
+        assert!(
+            !FieldSelector::parse("involvedObject.name=t")
+                .unwrap()
+                .matches(&ev)
+        );
     }
 }
