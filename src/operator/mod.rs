@@ -71,13 +71,14 @@ mod queue;
 pub mod render;
 mod schedule;
 pub mod state;
+mod status_api;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::chart::Limits;
@@ -89,6 +90,7 @@ use crate::release;
 use configmap::ConfigSource;
 pub use kube_events::WatchOptions;
 pub use state::{ModuleStatus, Phase, Status, WatchHealth, WatchState};
+pub use status_api::{ApiError, ModulePage, Overview, StatusApi};
 
 /// How long a converge waits for new kubernetes bindings' initial lists
 /// before their hooks run with what is listed so far.
@@ -140,6 +142,9 @@ pub struct Settings {
     /// How watches of kubernetes bindings tell a dead connection from a
     /// quiet one.
     pub watch: WatchOptions,
+    /// The status page's actions need the bearer token in this file
+    /// (`--ui-token-file`); `None`: the page is read-only.
+    pub ui_token_file: Option<PathBuf>,
 }
 
 impl Settings {
@@ -164,6 +169,7 @@ impl Settings {
             metrics_prefix: metrics::DEFAULT_PREFIX.to_string(),
             leader: None,
             watch: WatchOptions::default(),
+            ui_token_file: None,
         }
     }
 }
@@ -204,6 +210,11 @@ pub(crate) struct Ctx {
     view: Arc<RwLock<debug::View>>,
     /// The drift task (disabled with `--once`).
     drift: crate::drift::Handle,
+    /// With leader election: `true` while this replica leads (status page).
+    leading: Option<watch::Receiver<bool>>,
+    /// Asks the converge loop for a module run (status page), once the
+    /// queues exist.
+    requests: Arc<std::sync::OnceLock<mpsc::UnboundedSender<queue::Request>>>,
 }
 
 impl Ctx {
@@ -479,6 +490,8 @@ pub async fn run(
         metrics: metrics.clone(),
         view: Arc::default(),
         drift: crate::drift::Handle::disabled(),
+        leading: leadership.as_ref().map(|l| l.receiver()),
+        requests: Arc::default(),
     };
     if !ctx.settings.once {
         ctx.start_drift(&signals.shutdown, leadership.as_ref().map(|l| l.receiver()));
@@ -501,6 +514,7 @@ pub async fn run(
         signals.shutdown.clone(),
         leadership.as_ref().map(|l| l.receiver()),
     );
+    let _ = ctx.requests.set(queues.requester());
     let mut op = Operator {
         ctx,
         signals,
@@ -1125,6 +1139,14 @@ impl Operator {
                 if self.enabled.contains(&m) {
                     tracing::info!(module = %m, "a hook changed the module's values: running it again");
                     self.work.modules.insert(m, now);
+                }
+            }
+            queue::Request::RunNow(m) => {
+                if self.enabled.contains(&m) {
+                    tracing::info!(module = %m, "a run was asked for on the status page: running the module");
+                    self.work.modules.insert(m, now);
+                } else {
+                    tracing::warn!(module = %m, "a run was asked for on the status page, but the module is not enabled: not run");
                 }
             }
             queue::Request::Converge => {
