@@ -231,7 +231,10 @@ fn settings(a: &RunArgs) -> Result<Settings, String> {
         .unwrap_or_else(|| operator::metrics::DEFAULT_PREFIX.into());
     s.debug_socket = (!a.debug_socket.as_os_str().is_empty()).then(|| a.debug_socket.clone());
     s.debug_http_addr = a.debug_http_addr.clone().filter(|v| !v.is_empty());
-    s.ui_token_file = a.ui_token_file.clone().filter(|p| !p.as_os_str().is_empty());
+    s.ui_token_file = a
+        .ui_token_file
+        .clone()
+        .filter(|p| !p.as_os_str().is_empty());
     if a.leader_elect && a.once {
         return Err("--once converges once and exits: it cannot take part in leader election (--leader-elect, $ADDON_OPERATOR_HA)".into());
     }

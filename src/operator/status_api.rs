@@ -153,11 +153,10 @@ impl StatusApi {
             }
             Some(true) => {}
         }
-        let tx = self
-            .ctx
-            .requests
-            .get()
-            .ok_or_else(|| ApiError::Unavailable("the converge loop is not running yet".into()))?;
+        let tx =
+            self.ctx.requests.get().ok_or_else(|| {
+                ApiError::Unavailable("the converge loop is not running yet".into())
+            })?;
         tx.send(queue::Request::RunNow(name.to_string()))
             .map_err(|_| ApiError::Unavailable("the converge loop has stopped".into()))
     }
@@ -256,7 +255,10 @@ mod tests {
         let m = "---\n# Source: a/templates/s.yaml\napiVersion: v1\nkind: Secret\nmetadata:\n  name: s\nstringData:\n  password: hunter2\n---\n# Source: a/templates/c.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: b\n";
         let out = masked_manifest(m);
         assert!(!out.contains("hunter2"), "{out}");
-        assert!(out.contains("kind: ConfigMap") && out.contains("a: b"), "{out}");
+        assert!(
+            out.contains("kind: ConfigMap") && out.contains("a: b"),
+            "{out}"
+        );
         assert_eq!(out.matches("---\n").count(), 2, "{out}");
     }
 }

@@ -68,7 +68,12 @@ impl Pages {
         let st = &o.status;
         let mut names: Vec<&str> = o.order.iter().map(|(n, _)| n.as_str()).collect();
         let listed: std::collections::BTreeSet<&str> = names.iter().copied().collect();
-        names.extend(st.modules.keys().map(String::as_str).filter(|n| !listed.contains(n)));
+        names.extend(
+            st.modules
+                .keys()
+                .map(String::as_str)
+                .filter(|n| !listed.contains(n)),
+        );
         let default = ModuleStatus::default();
         let modules: Vec<Row> = names
             .into_iter()
@@ -77,7 +82,9 @@ impl Pages {
         let queues: Vec<Json> = st
             .queues
             .iter()
-            .map(|q| serde_json::json!({"name": q.name, "tasks": q.tasks_count, "status": q.status}))
+            .map(
+                |q| serde_json::json!({"name": q.name, "tasks": q.tasks_count, "status": q.status}),
+            )
             .collect();
         let watches: Vec<Json> = st
             .watches
@@ -170,7 +177,12 @@ impl Pages {
     }
 
     /// A short page: what an action did, or why not.
-    pub fn message(&self, title: &str, text: &str, module: Option<&str>) -> Result<String, UiError> {
+    pub fn message(
+        &self,
+        title: &str,
+        text: &str,
+        module: Option<&str>,
+    ) -> Result<String, UiError> {
         let mut c = Context::new();
         c.insert("title", title);
         c.insert("text", text);
@@ -300,7 +312,10 @@ mod tests {
         for secret in ["hunter2", "nested", "PEM", "\"k\"", "\"s\""] {
             assert!(!s.contains(secret), "{secret} in {s}");
         }
-        assert!(s.contains("\"host\":\"db\"") && s.contains("\"name\":\"n\""), "{s}");
+        assert!(
+            s.contains("\"host\":\"db\"") && s.contains("\"name\":\"n\""),
+            "{s}"
+        );
     }
 
     #[test]
@@ -324,7 +339,13 @@ mod tests {
         assert!(!html.contains("<script>boom"), "{html}");
         assert!(html.contains("&lt;script&gt;boom"), "{html}");
         assert!(!html.contains("second line"), "{html}");
-        assert!(html.contains("waiting for &#x27;db&#x27; (disabled)"), "{html}");
-        assert!(html.contains("id=\"phase-web\" class=\"phase failed\">failed<"), "{html}");
+        assert!(
+            html.contains("waiting for &#x27;db&#x27; (disabled)"),
+            "{html}"
+        );
+        assert!(
+            html.contains("id=\"phase-web\" class=\"phase failed\">failed<"),
+            "{html}"
+        );
     }
 }

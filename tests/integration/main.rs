@@ -24,6 +24,7 @@ mod cluster_operator;
 mod cluster_operator_api;
 mod cluster_ownership;
 mod cluster_queues;
+mod cluster_ui;
 mod cluster_watch_health;
 mod compat;
 mod corpus;
