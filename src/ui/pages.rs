@@ -64,7 +64,6 @@ impl Pages {
 
     /// The overview: every module, the queues, the watches, this replica's role.
     pub fn overview(&self, o: &Overview) -> Result<String, UiError> {
-        let now = SystemTime::now();
         let st = &o.status;
         let mut names: Vec<&str> = o.order.iter().map(|(n, _)| n.as_str()).collect();
         let listed: std::collections::BTreeSet<&str> = names.iter().copied().collect();
@@ -120,7 +119,6 @@ impl Pages {
         c.insert("main_queue", &o.main_queue);
         c.insert("queues", &queues);
         c.insert("watches", &watches);
-        let _ = now;
         self.render("overview.html", &c)
     }
 
@@ -154,7 +152,7 @@ impl Pages {
                         let info = r.info.as_ref();
                         serde_json::json!({
                             "version": r.version,
-                            "status": info.map(|i| serde_json::to_value(&i.status).ok()).flatten().and_then(|s| s.as_str().map(String::from)).unwrap_or_default(),
+                            "status": r.status().as_str(),
                             "state": crate::release::lifecycle::state(r).as_str(),
                             "deployed": info.map(|i| i.last_deployed.clone()).unwrap_or_default(),
                             "description": info.map(|i| first_line(&i.description)).unwrap_or_default(),
