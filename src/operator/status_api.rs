@@ -161,9 +161,13 @@ impl StatusApi {
             .map_err(|_| ApiError::Unavailable("the converge loop has stopped".into()))
     }
 
-    /// Archives the module's release (`antiopa archive`); returns what was done.
+    /// Archives the module's release (`antiopa archive`); returns what was
+    /// done. Drift repair stops watching the module first, or it would
+    /// restore what the archive deletes; the module's next run (a config
+    /// change, a converge, a run asked for) installs it again.
     pub async fn archive(&self, name: &str, actor: &str) -> Result<String, ApiError> {
         self.known(name)?;
+        self.ctx.drift.stop(name);
         let mut lines = Vec::new();
         let r = release::lifecycle::archive(
             &self.ctx.cluster,
@@ -178,7 +182,9 @@ impl StatusApi {
         Ok(lines.join("\n"))
     }
 
-    /// Restores the module's archived release (`antiopa restore`).
+    /// Restores the module's archived release (`antiopa restore`), then
+    /// queues a run of the module, after which drift repair watches its
+    /// objects again.
     pub async fn restore(&self, name: &str, actor: &str) -> Result<String, ApiError> {
         self.known(name)?;
         let mut lines = Vec::new();
@@ -192,6 +198,10 @@ impl StatusApi {
         .await
         .map_err(|e| ApiError::Failed(e.to_string()))?;
         lines.push(format!("release {name} restored as revision {v}"));
+        match self.run_now(name) {
+            Ok(()) => lines.push(format!("a run of module {name} is queued")),
+            Err(e) => lines.push(format!("module {name} not run: {e}")),
+        }
         Ok(lines.join("\n"))
     }
 

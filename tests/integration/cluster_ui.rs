@@ -448,3 +448,61 @@ async fn status_page_in_a_headless_browser_against_fake_apiserver() {
         println!("{}", shot.display());
     }
 }
+
+/// Archive and restore from the page: the objects go (drift repair does
+/// not bring them back) and come back, the release's history says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_page_archives_and_restores_a_release_against_fake_apiserver() {
+    let s = serve().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (op, addr) = started(dir.path(), &s.kubeconfig).await;
+    let bearer = format!("Authorization: Bearer {TOKEN}");
+    let (code, _) = request(&addr, "POST", "/ui/module/web/archive", &[], "").await;
+    assert_eq!(code, 403);
+    let (code, body) = request(&addr, "POST", "/ui/module/web/archive", &[&bearer], "").await;
+    assert_eq!(code, 200, "{body}\n{}", op.log());
+    let (_, page) = request(&addr, "GET", "/ui/module/web", &[], "").await;
+    assert!(page.contains("<td>archived</td>"), "{page}");
+    assert!(
+        s.fake
+            .get(
+                "v1/configmaps",
+                Some(crate::cluster_operator::NS),
+                "web-config"
+            )
+            .is_none(),
+        "objects deleted\n{body}\n{}",
+        op.log()
+    );
+    // Drift repair stays away from the archived objects.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        s.fake
+            .get(
+                "v1/configmaps",
+                Some(crate::cluster_operator::NS),
+                "web-config"
+            )
+            .is_none(),
+        "not restored by drift repair\n{}",
+        op.log()
+    );
+    let (code, body) = request(&addr, "POST", "/ui/module/web/restore", &[&bearer], "").await;
+    assert_eq!(code, 200, "{body}\n{}", op.log());
+    assert!(body.contains("restored as revision 2"), "{body}");
+    let (_, page) = request(&addr, "GET", "/ui/module/web", &[], "").await;
+    assert!(
+        page.contains("<td>2</td><td>deployed</td><td>running</td>"),
+        "{page}"
+    );
+    assert!(
+        s.fake
+            .get(
+                "v1/configmaps",
+                Some(crate::cluster_operator::NS),
+                "web-config"
+            )
+            .is_some(),
+        "restored"
+    );
+}
