@@ -15,6 +15,7 @@
 //! - [`release`]: helm-format release records: upgrade --install, uninstall, history.
 //! - [`watch`]: shared metadata-only watches of named objects.
 //! - [`drift`]: what of a release was deleted or changed on the cluster, and restoring it.
+//! - [`ui`]: the status page of `antiopa run` (`/ui/`): Tera templates, live phases by SSE.
 //! - [`cli`]: the command line; each subcommand calls one library function.
 
 pub mod apply;
@@ -30,6 +31,7 @@ pub mod module;
 pub mod operator;
 pub mod release;
 pub mod scan;
+pub mod ui;
 pub mod values;
 pub mod watch;
 pub mod yaml;

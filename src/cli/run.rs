@@ -64,6 +64,11 @@ pub struct RunArgs {
     /// values and, on request, Secret data: keep it private).
     #[arg(long = "debug-http-server-addr", env = "DEBUG_HTTP_SERVER_ADDR")]
     debug_http_addr: Option<String>,
+    /// File holding the bearer token the status page's actions (`/ui/`:
+    /// run, archive, restore) need, e.g. a mounted Secret; without it the
+    /// page is read-only.
+    #[arg(long = "ui-token-file", env = "ANTIOPA_UI_TOKEN_FILE")]
+    ui_token_file: Option<PathBuf>,
     /// Log level: error, warn, info, debug, trace.
     #[arg(long = "log-level", env = "LOG_LEVEL", default_value = "info")]
     log_level: String,
@@ -238,6 +243,10 @@ fn settings(a: &RunArgs) -> Result<Settings, String> {
         .unwrap_or_else(|| operator::metrics::DEFAULT_PREFIX.into());
     s.debug_socket = (!a.debug_socket.as_os_str().is_empty()).then(|| a.debug_socket.clone());
     s.debug_http_addr = a.debug_http_addr.clone().filter(|v| !v.is_empty());
+    s.ui_token_file = a
+        .ui_token_file
+        .clone()
+        .filter(|p| !p.as_os_str().is_empty());
     if a.leader_elect && a.once {
         return Err("--once converges once and exits: it cannot take part in leader election (--leader-elect, $ADDON_OPERATOR_HA)".into());
     }

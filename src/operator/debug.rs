@@ -71,7 +71,7 @@ pub(crate) fn routes() -> Router<Ctx> {
 }
 
 /// An API error: a status and a plain text.
-struct ApiError(StatusCode, String);
+pub(super) struct ApiError(pub(super) StatusCode, pub(super) String);
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
@@ -143,7 +143,7 @@ fn to_yaml(v: &Json) -> String {
 
 /// Runs `f` on the session on a blocking thread, waiting at most
 /// [`SESSION_WAIT`] for the converge loop to let go of it.
-async fn with_session<T: Send + 'static>(
+pub(super) async fn with_session<T: Send + 'static>(
     ctx: &Ctx,
     f: impl FnOnce(&mut Session) -> T + Send + 'static,
 ) -> Result<T, ApiError> {
@@ -336,7 +336,7 @@ async fn render(ctx: &Ctx, name: &str, show: bool) -> Result<Response, ApiError>
 
 /// A manifest with a v1 Secret's `data`/`stringData` values replaced by
 /// `***`; other documents unchanged.
-fn masked(doc: &str) -> String {
+pub(super) fn masked(doc: &str) -> String {
     let Ok(y) = crate::yaml::from_yaml(doc) else {
         return doc.to_string();
     };

@@ -3,7 +3,7 @@
 //! - on `ADDON_OPERATOR_LISTEN_ADDRESS:PORT`: `/metrics` (the operator's
 //!   metrics), `/metrics/hooks` (what hooks exported), `/healthz` (200
 //!   while the process runs), `/readyz` (200 once the first converge is
-//!   done, 503 before);
+//!   done, 503 before), and the status page under `/ui/` ([`crate::ui`]);
 //! - the debug API ([`super::debug`]) on a unix socket
 //!   (`DEBUG_UNIX_SOCKET`) and, when set, on `DEBUG_HTTP_SERVER_ADDR`.
 //!
@@ -92,7 +92,14 @@ async fn serve_tcp(ctx: &Ctx, shutdown: &CancellationToken, addr: &str, debug: b
         .map(|a| a.to_string())
         .unwrap_or_else(|_| addr.to_string());
     tracing::info!(address = %local, "{what} listening");
-    let app = main_routes(debug).with_state(ctx.clone());
+    let mut app = main_routes(debug).with_state(ctx.clone());
+    if !debug {
+        let api = super::StatusApi::new(ctx.clone());
+        match crate::ui::router(api, shutdown.clone()) {
+            Ok(ui) => app = app.merge(ui),
+            Err(e) => tracing::error!("{what}: the status page is not served: {e}"),
+        }
+    }
     let stop = shutdown.clone();
     let what = what.to_string();
     tokio::spawn(async move {

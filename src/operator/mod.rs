@@ -74,13 +74,14 @@ mod queue;
 pub mod render;
 mod schedule;
 pub mod state;
+mod status_api;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::chart::Limits;
@@ -92,6 +93,7 @@ use crate::release;
 use configmap::ConfigSource;
 pub use kube_events::WatchOptions;
 pub use state::{ModuleStatus, Phase, Status, WatchHealth, WatchState};
+pub use status_api::{ApiError, ModulePage, Overview, StatusApi};
 
 /// How long a converge waits for new kubernetes bindings' initial lists
 /// before their hooks run with what is listed so far.
@@ -147,6 +149,9 @@ pub struct Settings {
     pub archive_retention: Duration,
     /// How often the retention sweep looks (and once at start).
     pub archive_sweep_interval: Duration,
+    /// The status page's actions need the bearer token in this file
+    /// (`--ui-token-file`); `None`: the page is read-only.
+    pub ui_token_file: Option<PathBuf>,
 }
 
 impl Settings {
@@ -173,6 +178,7 @@ impl Settings {
             watch: WatchOptions::default(),
             archive_retention: release::lifecycle::DEFAULT_RETENTION,
             archive_sweep_interval: archive::DEFAULT_SWEEP_INTERVAL,
+            ui_token_file: None,
         }
     }
 }
@@ -213,6 +219,11 @@ pub(crate) struct Ctx {
     view: Arc<RwLock<debug::View>>,
     /// The drift task (disabled with `--once`).
     drift: crate::drift::Handle,
+    /// With leader election: `true` while this replica leads (status page).
+    leading: Option<watch::Receiver<bool>>,
+    /// Asks the converge loop for a module run (status page), once the
+    /// queues exist.
+    requests: Arc<std::sync::OnceLock<mpsc::UnboundedSender<queue::Request>>>,
 }
 
 impl Ctx {
@@ -488,6 +499,8 @@ pub async fn run(
         metrics: metrics.clone(),
         view: Arc::default(),
         drift: crate::drift::Handle::disabled(),
+        leading: leadership.as_ref().map(|l| l.receiver()),
+        requests: Arc::default(),
     };
     if !ctx.settings.once {
         ctx.start_drift(&signals.shutdown, leadership.as_ref().map(|l| l.receiver()));
@@ -512,6 +525,7 @@ pub async fn run(
         signals.shutdown.clone(),
         leadership.as_ref().map(|l| l.receiver()),
     );
+    let _ = ctx.requests.set(queues.requester());
     let mut op = Operator {
         ctx,
         signals,
@@ -1174,6 +1188,14 @@ impl Operator {
                 if self.enabled.contains(&m) {
                     tracing::info!(module = %m, "a hook changed the module's values: running it again");
                     self.work.modules.insert(m, now);
+                }
+            }
+            queue::Request::RunNow(m) => {
+                if self.enabled.contains(&m) {
+                    tracing::info!(module = %m, "a run was asked for on the status page: running the module");
+                    self.work.modules.insert(m, now);
+                } else {
+                    tracing::warn!(module = %m, "a run was asked for on the status page, but the module is not enabled: not run");
                 }
             }
             queue::Request::Converge => {

@@ -375,6 +375,8 @@ pub(crate) enum Request {
     ModuleRun(String),
     /// A global hook changed global values.
     Converge,
+    /// Run the module now (asked for on the status page).
+    RunNow(String),
 }
 
 struct Shared {
@@ -468,6 +470,11 @@ impl Queues {
             requests_tx,
             requests_rx,
         }
+    }
+
+    /// A sender of requests to the converge loop, for the status page.
+    pub fn requester(&self) -> mpsc::UnboundedSender<Request> {
+        self.requests_tx.clone()
     }
 
     /// Changes what the queues know of the hooks, then wakes every queue.

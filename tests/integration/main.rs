@@ -27,6 +27,7 @@ mod cluster_operator_api;
 mod cluster_operator_archive;
 mod cluster_ownership;
 mod cluster_queues;
+mod cluster_ui;
 mod cluster_watch_health;
 mod compat;
 mod corpus;

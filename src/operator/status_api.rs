@@ -1,0 +1,274 @@
+//! The operator's state as the status page ([`crate::ui`]) reads it: a
+//! snapshot of [`Status`] and the converge loop's view, one module's values,
+//! deployed manifest (Secret data masked) and release history, and the few
+//! actions the page may ask for (run a module now, archive, restore). The
+//! page decides who may act; this API only does what it is asked.
+
+use std::path::Path;
+
+use serde_json::{Map, Value as Json};
+
+use super::{Ctx, ModuleStatus, Phase, Status, debug, queue};
+use crate::module::ModuleError;
+use crate::release::{self, Release};
+
+/// Why a status page request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("module '{0}' not found")]
+    UnknownModule(String),
+    /// The session stayed busy (hooks, a render), or the loop is not up.
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Everything the overview shows, copied out of the operator's locks.
+#[derive(Clone, Debug, Default)]
+pub struct Overview {
+    pub status: Status,
+    /// (module, order), in module order; modules missing here (before the
+    /// first discovery) are listed after, by name.
+    pub order: Vec<(String, u32)>,
+    /// `None`: no leader election (this replica always leads).
+    pub leading: Option<bool>,
+    /// What the converge loop does now.
+    pub doing: String,
+    /// Tasks due in the converge loop's own queue.
+    pub main_queue: usize,
+    pub namespace: String,
+}
+
+/// One module's page.
+#[derive(Clone, Debug)]
+pub struct ModulePage {
+    pub name: String,
+    pub status: ModuleStatus,
+    /// Its values as its last run left them, unmasked (the page masks).
+    pub values: Result<Map<String, Json>, String>,
+    /// Its release records, oldest first.
+    pub history: Result<Vec<Release>, String>,
+    /// The manifest of the newest release record, Secret data masked.
+    pub manifest: Option<String>,
+}
+
+/// A handle on the operator's state for the status page.
+#[derive(Clone)]
+pub struct StatusApi {
+    ctx: Ctx,
+}
+
+impl StatusApi {
+    pub(crate) fn new(ctx: Ctx) -> StatusApi {
+        StatusApi { ctx }
+    }
+
+    /// The file holding the bearer token the page's actions need.
+    pub fn token_file(&self) -> Option<&Path> {
+        self.ctx.settings.ui_token_file.as_deref()
+    }
+
+    pub fn overview(&self) -> Overview {
+        let status = self
+            .ctx
+            .status
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let view = self.ctx.view();
+        Overview {
+            status,
+            order: view.order.clone(),
+            leading: self.ctx.leading.as_ref().map(|rx| *rx.borrow()),
+            doing: view.doing.clone(),
+            main_queue: view.queue.len(),
+            namespace: self.ctx.settings.namespace.clone(),
+        }
+    }
+
+    /// Each module's phase and what it waits for, by name (cheap: for the
+    /// page's live updates).
+    pub fn phases(&self) -> Vec<(String, Phase, Option<String>)> {
+        let st = self.ctx.status.read().unwrap_or_else(|p| p.into_inner());
+        st.modules
+            .iter()
+            .map(|(n, m)| (n.clone(), m.phase, m.waiting_for.clone()))
+            .collect()
+    }
+
+    pub async fn module(&self, name: &str) -> Result<ModulePage, ApiError> {
+        let status = self
+            .ctx
+            .status
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .modules
+            .get(name)
+            .cloned()
+            .ok_or_else(|| ApiError::UnknownModule(name.to_string()))?;
+        let n = name.to_string();
+        let values = match debug::with_session(&self.ctx, move |s| {
+            s.module_values(&n, false, &mut super::hook_log)
+        })
+        .await
+        {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(e) => Err(e.1),
+        };
+        let history = release::history(&self.ctx.cluster, name, &self.ctx.settings.namespace)
+            .await
+            .map_err(|e| e.to_string());
+        let manifest = history
+            .as_ref()
+            .ok()
+            .and_then(|h| h.iter().max_by_key(|r| r.version))
+            .map(|r| masked_manifest(&r.manifest));
+        Ok(ModulePage {
+            name: name.to_string(),
+            status,
+            values,
+            history,
+            manifest,
+        })
+    }
+
+    /// Queues a run of `name` in the converge loop (an enabled module only).
+    pub fn run_now(&self, name: &str) -> Result<(), ApiError> {
+        let known = self
+            .ctx
+            .status
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .modules
+            .get(name)
+            .map(|m| m.phase != Phase::Disabled);
+        match known {
+            None => return Err(ApiError::UnknownModule(name.to_string())),
+            Some(false) => {
+                return Err(ApiError::Failed(format!(
+                    "module '{name}' is disabled: nothing to run"
+                )));
+            }
+            Some(true) => {}
+        }
+        let tx =
+            self.ctx.requests.get().ok_or_else(|| {
+                ApiError::Unavailable("the converge loop is not running yet".into())
+            })?;
+        tx.send(queue::Request::RunNow(name.to_string()))
+            .map_err(|_| ApiError::Unavailable("the converge loop has stopped".into()))
+    }
+
+    /// Archives the module's release (`antiopa archive`); returns what was
+    /// done. Drift repair stops watching the module first, or it would
+    /// restore what the archive deletes; the module's next run (a config
+    /// change, a converge, a run asked for) installs it again.
+    pub async fn archive(&self, name: &str, actor: &str) -> Result<String, ApiError> {
+        self.known(name)?;
+        self.ctx.drift.stop(name);
+        let mut lines = Vec::new();
+        let r = release::lifecycle::archive(
+            &self.ctx.cluster,
+            name,
+            &self.ctx.settings.namespace,
+            actor,
+            &mut |l: &str| lines.push(l.to_string()),
+        )
+        .await
+        .map_err(|e| ApiError::Failed(e.to_string()))?;
+        lines.push(format!("release {name} archived at revision {}", r.version));
+        Ok(lines.join("\n"))
+    }
+
+    /// Restores the module's archived release (`antiopa restore`), then
+    /// queues a run of the module, after which drift repair watches its
+    /// objects again.
+    pub async fn restore(&self, name: &str, actor: &str) -> Result<String, ApiError> {
+        self.known(name)?;
+        let mut lines = Vec::new();
+        let v = release::lifecycle::restore(
+            &self.ctx.cluster,
+            name,
+            &self.ctx.settings.namespace,
+            actor,
+            &mut |l: &str| lines.push(l.to_string()),
+        )
+        .await
+        .map_err(|e| ApiError::Failed(e.to_string()))?;
+        lines.push(format!("release {name} restored as revision {v}"));
+        match self.run_now(name) {
+            Ok(()) => lines.push(format!("a run of module {name} is queued")),
+            Err(e) => lines.push(format!("module {name} not run: {e}")),
+        }
+        Ok(lines.join("\n"))
+    }
+
+    fn known(&self, name: &str) -> Result<(), ApiError> {
+        let st = self.ctx.status.read().unwrap_or_else(|p| p.into_inner());
+        match st.modules.contains_key(name) {
+            true => Ok(()),
+            false => Err(ApiError::UnknownModule(name.to_string())),
+        }
+    }
+}
+
+impl From<ModuleError> for ApiError {
+    fn from(e: ModuleError) -> ApiError {
+        match e {
+            ModuleError::UnknownModule(m) => ApiError::UnknownModule(m),
+            e => ApiError::Failed(e.to_string()),
+        }
+    }
+}
+
+/// A release manifest with every Secret's `data`/`stringData` values masked,
+/// document by document.
+fn masked_manifest(manifest: &str) -> String {
+    let mut out = String::new();
+    for doc in split_documents(manifest) {
+        if doc.trim().is_empty() {
+            continue;
+        }
+        out.push_str("---\n");
+        out.push_str(&debug::masked(doc));
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The documents of a multi-document YAML text (split at `---` lines).
+fn split_documents(text: &str) -> Vec<&str> {
+    let mut docs = Vec::new();
+    let mut start = 0;
+    let mut pos = 0;
+    for line in text.split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            docs.push(&text[start..pos]);
+            start = pos + line.len();
+        }
+        pos += line.len();
+    }
+    docs.push(&text[start..]);
+    docs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_data_in_a_release_manifest_is_masked() {
+        let m = "---\n# Source: a/templates/s.yaml\napiVersion: v1\nkind: Secret\nmetadata:\n  name: s\nstringData:\n  password: hunter2\n---\n# Source: a/templates/c.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: b\n";
+        let out = masked_manifest(m);
+        assert!(!out.contains("hunter2"), "{out}");
+        assert!(
+            out.contains("kind: ConfigMap") && out.contains("a: b"),
+            "{out}"
+        );
+        assert_eq!(out.matches("---\n").count(), 2, "{out}");
+    }
+}

@@ -1,0 +1,350 @@
+//! The pages as HTML: the operator's state turned into plain rows of text,
+//! then Tera templates (HTML-escaped). Pure: no I/O, no locks.
+
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+use serde_json::{Map, Value as Json};
+use tera::{Context, Tera};
+
+use crate::operator::{ModulePage, ModuleStatus, Overview, Phase};
+
+/// A template that cannot be loaded or rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum UiError {
+    #[error("status page template {template}: {message}")]
+    Template { template: String, message: String },
+}
+
+fn template_error(template: &str, e: tera::Error) -> UiError {
+    // Tera's Display is the outer message only; the cause says what broke.
+    let mut message = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        source = s.source();
+    }
+    UiError::Template {
+        template: template.to_string(),
+        message,
+    }
+}
+
+/// The compiled templates.
+pub struct Pages {
+    tera: Tera,
+}
+
+const TEMPLATES: [(&str, &str); 4] = [
+    ("base.html", include_str!("templates/base.html")),
+    ("overview.html", include_str!("templates/overview.html")),
+    ("module.html", include_str!("templates/module.html")),
+    ("message.html", include_str!("templates/message.html")),
+];
+
+/// The mask that replaces secret-looking values.
+const MASK: &str = "***";
+
+impl Pages {
+    pub fn new() -> Result<Pages, UiError> {
+        let mut tera = Tera::default();
+        tera.add_raw_templates(TEMPLATES)
+            .map_err(|e| template_error("(loading)", e))?;
+        // `.html` templates are HTML-escaped by default; keep it so.
+        tera.autoescape_on(vec![".html"]);
+        Ok(Pages { tera })
+    }
+
+    fn render(&self, template: &str, ctx: &Context) -> Result<String, UiError> {
+        self.tera
+            .render(template, ctx)
+            .map_err(|e| template_error(template, e))
+    }
+
+    /// The overview: every module, the queues, the watches, this replica's role.
+    pub fn overview(&self, o: &Overview) -> Result<String, UiError> {
+        let st = &o.status;
+        let mut names: Vec<&str> = o.order.iter().map(|(n, _)| n.as_str()).collect();
+        let listed: std::collections::BTreeSet<&str> = names.iter().copied().collect();
+        names.extend(
+            st.modules
+                .keys()
+                .map(String::as_str)
+                .filter(|n| !listed.contains(n)),
+        );
+        let default = ModuleStatus::default();
+        let modules: Vec<Row> = names
+            .into_iter()
+            .map(|n| Row::new(n, st.modules.get(n).unwrap_or(&default)))
+            .collect();
+        let queues: Vec<Json> = st
+            .queues
+            .iter()
+            .map(
+                |q| serde_json::json!({"name": q.name, "tasks": q.tasks_count, "status": q.status}),
+            )
+            .collect();
+        let watches: Vec<Json> = st
+            .watches
+            .iter()
+            .map(|w| {
+                serde_json::json!({
+                    "kind": w.kind,
+                    "namespaces": if w.namespaces.is_empty() { "all".to_string() } else { w.namespaces.join(", ") },
+                    "state": format!("{:?}", w.state),
+                    "objects": w.objects,
+                    "restarts": w.restarts,
+                    "bindings": w.bindings.join(", "),
+                    "error": w.last_error.as_deref().map(first_line).unwrap_or_default(),
+                })
+            })
+            .collect();
+        let mut c = Context::new();
+        c.insert("namespace", &o.namespace);
+        c.insert(
+            "role",
+            match o.leading {
+                None => "leader (no leader election)",
+                Some(true) => "leader",
+                Some(false) => "standby",
+            },
+        );
+        c.insert("converges", &st.converges);
+        c.insert("ready", &st.first_converge_done);
+        c.insert("doing", if o.doing.is_empty() { "idle" } else { &o.doing });
+        c.insert("global_error", &st.global_error.as_deref().map(first_line));
+        c.insert("config_error", &st.config_error.as_deref().map(first_line));
+        c.insert("modules", &modules);
+        c.insert("main_queue", &o.main_queue);
+        c.insert("queues", &queues);
+        c.insert("watches", &watches);
+        self.render("overview.html", &c)
+    }
+
+    /// One module's page. `actions`: a token file is configured.
+    pub fn module(&self, p: &ModulePage, actions: bool) -> Result<String, UiError> {
+        let m = &p.status;
+        let mut c = Context::new();
+        c.insert("name", &p.name);
+        c.insert("m", &Row::new(&p.name, m));
+        c.insert("reason", &m.enabled_reason);
+        c.insert("runs", &m.runs);
+        c.insert("failures", &m.failures);
+        c.insert("retry_at", &m.retry_at.map(time));
+        c.insert("error", &m.last_error);
+        c.insert("actions", &actions);
+        c.insert("drift", &m.drift);
+        let values = match &p.values {
+            Ok(v) => {
+                let mut v = Json::Object(v.clone());
+                mask_values(&mut v);
+                serde_json::to_string_pretty(&v).unwrap_or_default()
+            }
+            Err(e) => format!("(not available: {e})"),
+        };
+        c.insert("values", &values);
+        match &p.history {
+            Ok(h) => {
+                let rows: Vec<Json> = h
+                    .iter()
+                    .map(|r| {
+                        let info = r.info.as_ref();
+                        serde_json::json!({
+                            "version": r.version,
+                            "status": r.status().as_str(),
+                            "state": crate::release::lifecycle::state(r).as_str(),
+                            "deployed": info.map(|i| i.last_deployed.clone()).unwrap_or_default(),
+                            "description": info.map(|i| first_line(&i.description)).unwrap_or_default(),
+                        })
+                    })
+                    .collect();
+                c.insert("history", &rows);
+                c.insert("history_error", &None::<String>);
+            }
+            Err(e) => {
+                c.insert("history", &Vec::<Json>::new());
+                c.insert("history_error", &Some(e));
+            }
+        }
+        c.insert(
+            "manifest",
+            p.manifest.as_deref().unwrap_or("(no release record)"),
+        );
+        self.render("module.html", &c)
+    }
+
+    /// A short page: what an action did, or why not.
+    pub fn message(
+        &self,
+        title: &str,
+        text: &str,
+        module: Option<&str>,
+    ) -> Result<String, UiError> {
+        let mut c = Context::new();
+        c.insert("title", title);
+        c.insert("text", text);
+        c.insert("module", &module);
+        self.render("message.html", &c)
+    }
+}
+
+/// One module as the tables show it.
+#[derive(Serialize)]
+struct Row {
+    name: String,
+    phase: String,
+    class: &'static str,
+    last_run_at: String,
+    took: String,
+    revision: String,
+    drift: String,
+    /// The last error's first line.
+    error: String,
+}
+
+impl Row {
+    fn new(name: &str, m: &ModuleStatus) -> Row {
+        let (phase, class) = phase_label(m.phase, m.waiting_for.as_deref());
+        Row {
+            name: name.to_string(),
+            phase,
+            class,
+            last_run_at: m.last_run_at.map(time).unwrap_or_else(|| "never".into()),
+            took: m.last_run.map(took).unwrap_or_default(),
+            revision: m.revision.map(|r| r.to_string()).unwrap_or_default(),
+            drift: match &m.drift {
+                None => "not watched".into(),
+                Some(d) if !d.stopped.is_empty() => {
+                    format!("{} given up (circuit breaker)", d.stopped.len())
+                }
+                Some(d) if d.suspended => "suspended".into(),
+                Some(d) if d.detected == 0 => format!("in sync ({} objects)", d.objects),
+                Some(d) => format!("{} drifted, {} restored", d.detected, d.restored),
+            },
+            error: m.last_error.as_deref().map(first_line).unwrap_or_default(),
+        }
+    }
+}
+
+/// A phase as the page shows it, and its CSS class.
+pub(crate) fn phase_label(p: Phase, waiting_for: Option<&str>) -> (String, &'static str) {
+    match p {
+        Phase::Pending => ("pending".into(), "pending"),
+        Phase::Running => ("running".into(), "running"),
+        Phase::Ready => ("ready".into(), "ready"),
+        Phase::Failed => ("failed".into(), "failed"),
+        Phase::Disabled => ("disabled".into(), "disabled"),
+        Phase::Archived => ("archived".into(), "disabled"),
+        Phase::Waiting => (
+            waiting_for
+                .map(String::from)
+                .unwrap_or_else(|| "waiting for a dependency".into()),
+            "waiting",
+        ),
+    }
+}
+
+fn first_line(s: &str) -> String {
+    const MAX: usize = 200;
+    let line = s.lines().next().unwrap_or_default();
+    match line.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}…", &line[..i]),
+        None if s.lines().nth(1).is_some() => format!("{line} …"),
+        None => line.to_string(),
+    }
+}
+
+fn time(t: SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(t)
+        .format("%Y-%m-%d %H:%M:%S UTC")
+        .to_string()
+}
+
+fn took(d: Duration) -> String {
+    match d.as_secs_f64() {
+        s if s < 1.0 => format!("{} ms", d.as_millis()),
+        s => format!("{s:.1} s"),
+    }
+}
+
+/// Replaces the value under every key that looks secret (password, secret,
+/// token, key, cert; any case, anywhere in the key) with `***`.
+pub fn mask_values(v: &mut Json) {
+    match v {
+        Json::Object(map) => mask_map(map),
+        Json::Array(items) => items.iter_mut().for_each(mask_values),
+        _ => {}
+    }
+}
+
+fn mask_map(map: &mut Map<String, Json>) {
+    for (k, v) in map.iter_mut() {
+        if secret_key(k) {
+            *v = Json::String(MASK.into());
+        } else {
+            mask_values(v);
+        }
+    }
+}
+
+fn secret_key(k: &str) -> bool {
+    let k = k.to_ascii_lowercase();
+    ["password", "secret", "token", "key", "cert"]
+        .iter()
+        .any(|w| k.contains(w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_looking_keys_are_masked_at_any_depth() {
+        let mut v = serde_json::json!({
+            "db": {"Password": "hunter2", "host": "db"},
+            "apiToken": {"nested": "x"},
+            "tlsCert": "PEM", "sshKey": "k", "list": [{"clientSecret": "s", "name": "n"}],
+        });
+        mask_values(&mut v);
+        let s = v.to_string();
+        for secret in ["hunter2", "nested", "PEM", "\"k\"", "\"s\""] {
+            assert!(!s.contains(secret), "{secret} in {s}");
+        }
+        assert!(
+            s.contains("\"host\":\"db\"") && s.contains("\"name\":\"n\""),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn overview_escapes_html_and_shows_phases() {
+        let mut o = Overview::default();
+        let m = ModuleStatus {
+            phase: Phase::Failed,
+            last_error: Some("<script>boom</script>\nsecond line".into()),
+            ..ModuleStatus::default()
+        };
+        o.status.modules.insert("web".into(), m);
+        o.status.modules.insert(
+            "app".into(),
+            ModuleStatus {
+                phase: Phase::Waiting,
+                waiting_for: Some("waiting for 'db' (disabled)".into()),
+                ..ModuleStatus::default()
+            },
+        );
+        let html = Pages::new().unwrap().overview(&o).unwrap();
+        assert!(!html.contains("<script>boom"), "{html}");
+        assert!(html.contains("&lt;script&gt;boom"), "{html}");
+        assert!(!html.contains("second line"), "{html}");
+        assert!(
+            html.contains("waiting for &#x27;db&#x27; (disabled)"),
+            "{html}"
+        );
+        assert!(
+            html.contains("id=\"phase-web\" class=\"phase failed\">failed<"),
+            "{html}"
+        );
+    }
+}

@@ -1,0 +1,508 @@
+//! The status page of `antiopa run` (`/ui/`), the real binary against fake
+//! apiserver, fetched over HTTP as a browser would: the overview lists every
+//! module with its phase, a failing module shows its error (first line
+//! there, the whole on its page); no Secret value, nor a value under a
+//! secret-looking key, appears on any page; `/ui/events` streams phases;
+//! actions are POST only and refused (403) without the token of
+//! `--ui-token-file`, accepted with it (bearer header or form field) and
+//! the module runs again. A headless Chromium, when installed, renders the
+//! pages into target/ui-screenshots.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::cluster_operator::{Operator, eventually, executable, prepare};
+use crate::cluster_support::*;
+
+const TOKEN: &str = "ui-token-4f1c9a";
+/// Values no page may show.
+const SECRETS: [&str; 5] = [
+    "s3cr3t-value",
+    "czNjcjN0LXZhbHVl", // base64 of s3cr3t-value
+    "plain-token-value",
+    "hunter2-db-password",
+    "api-key-value",
+];
+
+/// Module `web` (a ConfigMap and a Secret; values with a password and an
+/// API key), module `broken` (its beforeHelm hook always fails).
+fn tree(dir: &Path) -> (PathBuf, PathBuf) {
+    let modules = dir.join("modules");
+    let global = dir.join("global-hooks");
+    std::fs::create_dir_all(&global).unwrap();
+    std::fs::write(
+        modules.join("values.yaml").tap_dir(),
+        "webEnabled: true\nbrokenEnabled: true\n",
+    )
+    .unwrap();
+    let web = modules.join("010-web");
+    std::fs::create_dir_all(web.join("templates")).unwrap();
+    std::fs::write(
+        web.join("Chart.yaml"),
+        "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        web.join("values.yaml"),
+        "web:\n  greeting: hello-from-web\n  db:\n    host: db.example\n    password: hunter2-db-password\n  apiKey: api-key-value\n",
+    )
+    .unwrap();
+    std::fs::write(
+        web.join("templates/objects.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\ndata:\n  greeting: {{ .Values.web.greeting | quote }}\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: web-secret\ndata:\n  password: {{ \"s3cr3t-value\" | b64enc }}\nstringData:\n  token: plain-token-value\n",
+    )
+    .unwrap();
+    let broken = modules.join("020-broken");
+    std::fs::create_dir_all(broken.join("templates")).unwrap();
+    std::fs::create_dir_all(broken.join("hooks")).unwrap();
+    std::fs::write(
+        broken.join("Chart.yaml"),
+        "apiVersion: v2\nname: broken\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        broken.join("templates/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: broken\n",
+    )
+    .unwrap();
+    executable(
+        &broken.join("hooks/fail.sh"),
+        "#!/bin/sh\nif [ \"$1\" = \"--config\" ]; then echo '{\"configVersion\":\"v1\",\"beforeHelm\":1}'; exit 0; fi\necho 'database unreachable on purpose' >&2\nexit 1\n",
+    );
+    (modules, global)
+}
+
+trait TapDir {
+    fn tap_dir(self) -> Self;
+}
+
+impl TapDir for PathBuf {
+    /// Makes the file's directory first.
+    fn tap_dir(self) -> Self {
+        std::fs::create_dir_all(self.parent().unwrap()).unwrap();
+        self
+    }
+}
+
+/// One HTTP/1.1 request over a plain TCP connection: status, head, body.
+fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[&str],
+    body: &str,
+) -> (u16, String, String) {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: antiopa\r\nConnection: close\r\n");
+    for h in headers {
+        req.push_str(h);
+        req.push_str("\r\n");
+    }
+    req.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let code = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (code, head.to_string(), body.to_string())
+}
+
+async fn request(
+    addr: &str,
+    method: &'static str,
+    path: &str,
+    headers: &[&str],
+    body: &str,
+) -> (u16, String) {
+    let (a, p, b) = (addr.to_string(), path.to_string(), body.to_string());
+    let h: Vec<String> = headers.iter().map(|s| s.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        let h: Vec<&str> = h.iter().map(String::as_str).collect();
+        let (code, _, body) = http(&a, method, &p, &h, &b);
+        (code, body)
+    })
+    .await
+    .unwrap()
+}
+
+/// The first message of `/ui/events` (read until its blank line).
+fn first_event(addr: &str) -> String {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        s,
+        "GET /ui/events HTTP/1.1\r\nHost: antiopa\r\nAccept: text/event-stream\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = s.read(&mut buf).unwrap();
+        assert!(
+            n > 0,
+            "event stream closed: {}",
+            String::from_utf8_lossy(&raw)
+        );
+        raw.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&raw);
+        if let Some(i) = text.find("data:")
+            && text[i..].contains("\n\n")
+        {
+            return text.into_owned();
+        }
+    }
+}
+
+/// The operator's HTTP address, from its log.
+async fn address(op: &Operator) -> String {
+    let mut addr = String::new();
+    eventually(Duration::from_secs(30), "HTTP server listening", || {
+        addr = op
+            .log()
+            .lines()
+            .find(|l| l.contains("HTTP server (metrics, health) listening"))
+            .and_then(|l| l.split("address=").nth(1))
+            .map(|a| a.split_whitespace().next().unwrap_or("").to_string())
+            .unwrap_or_default();
+        let found = !addr.is_empty();
+        async move { found }
+    })
+    .await;
+    addr
+}
+
+/// `runs` on a module page: `<th>runs</th><td>N (`.
+fn runs(page: &str) -> u64 {
+    page.split("<th>runs</th><td>")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no runs on the page:\n{page}"))
+}
+
+fn no_secrets(what: &str, page: &str) {
+    for s in SECRETS {
+        assert!(
+            !page.contains(s),
+            "{what} shows the secret value {s}:\n{page}"
+        );
+    }
+}
+
+/// The operator started with a token file, the page once `web` is deployed.
+async fn started(dir: &Path, kc: &Path) -> (Operator, String) {
+    let (modules, global) = tree(dir);
+    prepare(kc, Some("global=logLevel: info")).await;
+    let token_file = dir.join("ui-token");
+    std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+    let tf = token_file.display().to_string();
+    let op = Operator::start(
+        kc,
+        &modules,
+        &global,
+        &dir.join("op.log"),
+        &["--ui-token-file", &tf],
+    );
+    let addr = address(&op).await;
+    eventually(Duration::from_secs(60), "web ready, broken failed", || {
+        let a = addr.clone();
+        async move {
+            let (_, page) = request(&a, "GET", "/ui/", &[], "").await;
+            page.contains("id=\"phase-web\" class=\"phase ready\"")
+                && page.contains("id=\"phase-broken\" class=\"phase failed\"")
+        }
+    })
+    .await;
+    (op, addr)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_page_shows_modules_masks_secrets_and_gates_actions_against_fake_apiserver() {
+    let s = serve().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (op, addr) = started(dir.path(), &s.kubeconfig).await;
+
+    // The overview: both modules, the failing one's error (first line only)
+    // linking to its page, this replica's role, the queues.
+    let started_at = std::time::Instant::now();
+    let (code, page) = request(&addr, "GET", "/ui/", &[], "").await;
+    println!(
+        "GET /ui/: {} bytes in {:?} (with the HTTP round trip)",
+        page.len(),
+        started_at.elapsed()
+    );
+    assert_eq!(code, 200, "{page}");
+    assert!(
+        page.contains("hook &#x27;hooks&#x2F;fail.sh&#x27; failed (binding beforeHelm)"),
+        "{page}"
+    );
+    assert!(page.contains("href=\"/ui/module/broken#error\""), "{page}");
+    assert!(page.contains("leader (no leader election)"), "{page}");
+    assert!(
+        page.contains("<h2>Queues</h2>") && page.contains("<h2>Watches"),
+        "{page}"
+    );
+    no_secrets("/ui/", &page);
+
+    // The failing module's page: the whole error (the hook's stderr is in
+    // the operator's log, not in the error).
+    let (code, page) = request(&addr, "GET", "/ui/module/broken", &[], "").await;
+    assert_eq!(code, 200, "{page}");
+    assert!(
+        page.contains("<h2 id=\"error\">Last error</h2><pre class=\"err\">module &#x27;broken&#x27;: hook &#x27;hooks&#x2F;fail.sh&#x27; failed (binding beforeHelm): exit status 1"),
+        "{page}"
+    );
+
+    // web's page: values with secret-looking keys masked, its deployed
+    // manifest with the Secret's data masked, its release history.
+    let (code, page) = request(&addr, "GET", "/ui/module/web", &[], "").await;
+    assert_eq!(code, 200, "{page}");
+    no_secrets("/ui/module/web", &page);
+    assert!(
+        page.contains("hello-from-web") && page.contains("db.example"),
+        "values shown:\n{page}"
+    );
+    assert!(
+        page.contains("&quot;password&quot;: &quot;***&quot;"),
+        "{page}"
+    );
+    assert!(
+        page.contains("name: web-secret") && page.contains("name: web-config"),
+        "manifest shown:\n{page}"
+    );
+    assert!(
+        page.contains("<td>1</td><td>deployed</td><td>running</td>"),
+        "history:\n{page}"
+    );
+    let before = runs(&page);
+
+    let (code, _) = request(&addr, "GET", "/ui/module/nope", &[], "").await;
+    assert_eq!(code, 404);
+
+    // The live phases.
+    let a = addr.clone();
+    let ev = tokio::task::spawn_blocking(move || first_event(&a))
+        .await
+        .unwrap();
+    assert!(ev.contains("text/event-stream"), "{ev}");
+    assert!(
+        ev.contains("\"web\":[\"ready\",\"ready\"]")
+            && ev.contains("\"broken\":[\"failed\",\"failed\"]"),
+        "{ev}"
+    );
+
+    // Actions: never by GET; refused without the token, or with a wrong one.
+    let (code, _) = request(&addr, "GET", "/ui/module/web/run", &[], "").await;
+    assert_eq!(code, 405, "no GET actions");
+    let (code, body) = request(&addr, "POST", "/ui/module/web/run", &[], "").await;
+    assert_eq!(code, 403, "{body}");
+    let (code, body) = request(
+        &addr,
+        "POST",
+        "/ui/module/web/run",
+        &["Authorization: Bearer wrong"],
+        "",
+    )
+    .await;
+    assert_eq!(code, 403, "{body}");
+    let (code, body) = request(
+        &addr,
+        "POST",
+        "/ui/module/web/run",
+        &["Content-Type: application/x-www-form-urlencoded"],
+        "token=wrong",
+    )
+    .await;
+    assert_eq!(code, 403, "{body}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (_, page) = request(&addr, "GET", "/ui/module/web", &[], "").await;
+    assert_eq!(runs(&page), before, "a refused action ran nothing");
+
+    // With the token (bearer), the module runs again.
+    let bearer = format!("Authorization: Bearer {TOKEN}");
+    let (code, body) = request(&addr, "POST", "/ui/module/web/run", &[&bearer], "").await;
+    assert!((200..300).contains(&code), "{code}: {body}");
+    eventually(Duration::from_secs(30), "web ran again", || {
+        let a = addr.clone();
+        async move {
+            let (_, page) = request(&a, "GET", "/ui/module/web", &[], "").await;
+            runs(&page) > before
+        }
+    })
+    .await;
+    assert!(
+        op.log().contains("a run was asked for on the status page"),
+        "{}",
+        op.log()
+    );
+    // And with the token as a form field (the page's own form, no script).
+    let (_, page) = request(&addr, "GET", "/ui/module/web", &[], "").await;
+    let after = runs(&page);
+    let form = format!("token={TOKEN}");
+    let (code, body) = request(
+        &addr,
+        "POST",
+        "/ui/module/web/run",
+        &["Content-Type: application/x-www-form-urlencoded"],
+        &form,
+    )
+    .await;
+    assert!((200..300).contains(&code), "{code}: {body}");
+    eventually(Duration::from_secs(30), "web ran a third time", || {
+        let a = addr.clone();
+        async move {
+            let (_, page) = request(&a, "GET", "/ui/module/web", &[], "").await;
+            runs(&page) > after
+        }
+    })
+    .await;
+    no_secrets("the operator's log", &op.log());
+    assert!(!op.log().contains(TOKEN), "the token is never logged");
+}
+
+/// Without a token file every action is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_page_without_a_token_file_is_read_only_against_fake_apiserver() {
+    let s = serve().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (modules, global) = tree(dir.path());
+    prepare(&s.kubeconfig, None).await;
+    let op = Operator::start(
+        &s.kubeconfig,
+        &modules,
+        &global,
+        &dir.path().join("op.log"),
+        &[],
+    );
+    let addr = address(&op).await;
+    let (code, page) = request(&addr, "GET", "/ui/", &[], "").await;
+    assert_eq!(code, 200, "{page}");
+    let (code, body) = request(
+        &addr,
+        "POST",
+        "/ui/module/web/run",
+        &["Authorization: Bearer anything"],
+        "",
+    )
+    .await;
+    assert_eq!(code, 403, "{body}");
+    assert!(body.contains("--ui-token-file"), "{body}");
+}
+
+/// Screenshots and the DOM of the pages in headless Chromium, when it is
+/// installed (skipped with the reason printed otherwise).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_page_in_a_headless_browser_against_fake_apiserver() {
+    let Some(chromium) = ["chromium", "chromium-browser"].iter().find(|c| {
+        std::process::Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }) else {
+        println!("SKIPPED: no chromium on this machine (apt-get install chromium to run it)");
+        return;
+    };
+    let s = serve().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (_op, addr) = started(dir.path(), &s.kubeconfig).await;
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ui-screenshots");
+    std::fs::create_dir_all(&out).unwrap();
+    for (file, path) in [
+        ("overview", "/ui/"),
+        ("module-web", "/ui/module/web"),
+        ("module-broken", "/ui/module/broken"),
+    ] {
+        let url = format!("http://{addr}{path}");
+        let shot = out.join(format!("{file}.png"));
+        let run = |args: Vec<String>| {
+            std::process::Command::new(chromium)
+                .args([
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--window-size=1280,1000",
+                ])
+                .args(args)
+                .output()
+                .unwrap()
+        };
+        let o = run(vec![
+            format!("--screenshot={}", shot.display()),
+            url.clone(),
+        ]);
+        assert!(
+            shot.exists(),
+            "no screenshot: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let dom = run(vec!["--dump-dom".into(), url]);
+        let dom = String::from_utf8_lossy(&dom.stdout);
+        no_secrets(path, &dom);
+        assert!(dom.contains("phase-"), "{dom}");
+        println!("{}", shot.display());
+    }
+}
+
+/// Archive and restore from the page: the objects go (drift repair does
+/// not bring them back) and come back, the release's history says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_page_archives_and_restores_a_release_against_fake_apiserver() {
+    let s = serve().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (op, addr) = started(dir.path(), &s.kubeconfig).await;
+    let bearer = format!("Authorization: Bearer {TOKEN}");
+    let (code, _) = request(&addr, "POST", "/ui/module/web/archive", &[], "").await;
+    assert_eq!(code, 403);
+    let (code, body) = request(&addr, "POST", "/ui/module/web/archive", &[&bearer], "").await;
+    assert_eq!(code, 200, "{body}\n{}", op.log());
+    let (_, page) = request(&addr, "GET", "/ui/module/web", &[], "").await;
+    assert!(page.contains("<td>archived</td>"), "{page}");
+    assert!(
+        s.fake
+            .get(
+                "v1/configmaps",
+                Some(crate::cluster_operator::NS),
+                "web-config"
+            )
+            .is_none(),
+        "objects deleted\n{body}\n{}",
+        op.log()
+    );
+    // Drift repair stays away from the archived objects.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        s.fake
+            .get(
+                "v1/configmaps",
+                Some(crate::cluster_operator::NS),
+                "web-config"
+            )
+            .is_none(),
+        "not restored by drift repair\n{}",
+        op.log()
+    );
+    let (code, body) = request(&addr, "POST", "/ui/module/web/restore", &[&bearer], "").await;
+    assert_eq!(code, 200, "{body}\n{}", op.log());
+    assert!(body.contains("restored as revision 2"), "{body}");
+    let (_, page) = request(&addr, "GET", "/ui/module/web", &[], "").await;
+    assert!(
+        page.contains("<td>2</td><td>deployed</td><td>running</td>"),
+        "{page}"
+    );
+    assert!(
+        s.fake
+            .get(
+                "v1/configmaps",
+                Some(crate::cluster_operator::NS),
+                "web-config"
+            )
+            .is_some(),
+        "restored"
+    );
+}
