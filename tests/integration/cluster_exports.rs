@@ -183,7 +183,7 @@ async fn watch_health_drift_waiting_and_release_state_are_exported_against_fake_
     .await;
     let m = get(&addr, "/metrics").await.1;
     assert_eq!(
-        sample(&m, "antiopa_watch_objects", &["kind=\"ConfigMap"]),
+        sample(&m, "antiopa_watch_objects", &["kind=\"v1 ConfigMap\""]),
         Some(1.0),
         "{m}"
     );
@@ -210,7 +210,7 @@ async fn watch_health_drift_waiting_and_release_state_are_exported_against_fake_
     assert!(table.starts_with("KIND"), "{table}");
     let row = table
         .lines()
-        .find(|l| l.starts_with("ConfigMap"))
+        .find(|l| l.starts_with("v1 ConfigMap"))
         .unwrap_or_else(|| panic!("{table}"));
     assert!(row.contains("Synced"), "{table}");
     assert!(table.contains("0 dead"), "{table}");
