@@ -61,10 +61,7 @@ async fn readyz(State(ctx): State<Ctx>) -> impl IntoResponse {
 /// done; a standby as soon as it knows it stands by, as addon-operator's
 /// readiness: a rollout with `maxUnavailable: 0` waits for the new pod to
 /// be ready, and a new pod stands by while the old one holds the Lease.
-fn ready(
-    first_converge_done: bool,
-    leader: Option<&super::LeaderStatus>,
-) -> (StatusCode, String) {
+fn ready(first_converge_done: bool, leader: Option<&super::LeaderStatus>) -> (StatusCode, String) {
     match leader {
         Some(l) if !l.leading => (
             StatusCode::OK,
@@ -178,7 +175,10 @@ mod tests {
         assert_eq!(ready(false, None).0, StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(ready(true, None).0, StatusCode::OK);
         assert_eq!(ready(false, Some(&l(false))).0, StatusCode::OK);
-        assert_eq!(ready(false, Some(&l(true))).0, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            ready(false, Some(&l(true))).0,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
         assert_eq!(ready(true, Some(&l(true))).0, StatusCode::OK);
     }
 }

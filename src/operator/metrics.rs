@@ -538,9 +538,9 @@ fn status_families(st: &Status) -> Vec<proto::MetricFamily> {
             "antiopa_watch_objects",
             "Objects the shared watches hold, by kind and namespaces watched (empty: all)",
             GAUGE,
-            objects.into_iter().map(|((kind, ns), n)| {
-                (vec![("kind", kind), ("namespace", ns)], n as f64)
-            }),
+            objects
+                .into_iter()
+                .map(|((kind, ns), n)| (vec![("kind", kind), ("namespace", ns)], n as f64)),
         ));
     }
     let drift = st.drift_metrics.snapshot();

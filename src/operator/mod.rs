@@ -463,7 +463,12 @@ pub async fn run(
         .clone()
         .map(|l| leader::Leadership::start(cluster.client().clone(), &settings.namespace, l));
     if let (Some(l), Some(ls)) = (&leadership, &settings.leader) {
-        mirror_leadership(l.receiver(), &ls.identity, status.clone(), &signals.shutdown);
+        mirror_leadership(
+            l.receiver(),
+            &ls.identity,
+            status.clone(),
+            &signals.shutdown,
+        );
     }
     let config_rx = configmap::watch_config(
         &cluster,

@@ -162,10 +162,21 @@ async fn watch_health_drift_waiting_and_release_state_are_exported_against_fake_
     prepare(kc, None).await;
     kubectl(
         kc,
-        &["-n", NS, "create", "configmap", "watched-one", "--from-literal=k=v"],
+        &[
+            "-n",
+            NS,
+            "create",
+            "configmap",
+            "watched-one",
+            "--from-literal=k=v",
+        ],
     )
     .await;
-    kubectl(kc, &["-n", NS, "label", "configmap", "watched-one", "watch=me"]).await;
+    kubectl(
+        kc,
+        &["-n", NS, "label", "configmap", "watched-one", "watch=me"],
+    )
+    .await;
     let log = dir.path().join("op.log");
     let socket = log.with_extension("sock");
     let op = Operator::start(kc, &modules, &global, &log, &[]);
@@ -278,9 +289,15 @@ async fn watch_health_drift_waiting_and_release_state_are_exported_against_fake_
         .find(|l| l.starts_with("WAITING FOR:"))
         .unwrap_or_else(|| panic!("{status}"));
     assert!(waiting.contains("db"), "{status}");
-    assert!(status.contains("RELEASE:       -"), "never released: {status}");
+    assert!(
+        status.contains("RELEASE:       -"),
+        "never released: {status}"
+    );
     let list = ctl(&socket, &["module", "list"]).await;
-    assert!(list.lines().next().unwrap().contains("WAITING FOR"), "{list}");
+    assert!(
+        list.lines().next().unwrap().contains("WAITING FOR"),
+        "{list}"
+    );
     let api = list
         .lines()
         .find(|l| l.contains(" api "))
@@ -305,7 +322,10 @@ async fn watch_health_drift_waiting_and_release_state_are_exported_against_fake_
     assert_eq!(v[0]["status"], "deployed", "{json}");
     assert_eq!(v[0]["state"], "running", "{json}");
     let (_, table, _) = hist("").await;
-    assert!(!table.contains("running"), "the table stays helm's: {table}");
+    assert!(
+        !table.contains("running"),
+        "the table stays helm's: {table}"
+    );
 }
 
 /// `antiopa run --leader-elect` as pod `name`, killed on drop.
@@ -357,25 +377,36 @@ async fn leadership_is_exported_and_a_standby_is_ready_against_fake_apiserver() 
     prepare(kc, None).await;
     let a = Replica::start(kc, &modules, &global, dir.path(), "pod-a");
     let addr_a = listening(|| a.log()).await;
-    eventually(Duration::from_secs(60), "pod-a leads and is ready", || async {
-        let m = get(&addr_a, "/metrics").await.1;
-        sample(&m, "antiopa_leader", &["identity=\"pod-a\""]) == Some(1.0)
-            && get(&addr_a, "/readyz").await.0 == 200
-    })
+    eventually(
+        Duration::from_secs(60),
+        "pod-a leads and is ready",
+        || async {
+            let m = get(&addr_a, "/metrics").await.1;
+            sample(&m, "antiopa_leader", &["identity=\"pod-a\""]) == Some(1.0)
+                && get(&addr_a, "/readyz").await.0 == 200
+        },
+    )
     .await;
     let b = Replica::start(kc, &modules, &global, dir.path(), "pod-b");
     let addr_b = listening(|| b.log()).await;
     // The standby: ready (a rollout with maxUnavailable 0 goes on), its
     // gauge 0, and `/leader` says so.
-    eventually(Duration::from_secs(30), "pod-b stands by, ready", || async {
-        let m = get(&addr_b, "/metrics").await.1;
-        sample(&m, "antiopa_leader", &["identity=\"pod-b\""]) == Some(0.0)
-            && get(&addr_b, "/readyz").await.0 == 200
-    })
+    eventually(
+        Duration::from_secs(30),
+        "pod-b stands by, ready",
+        || async {
+            let m = get(&addr_b, "/metrics").await.1;
+            sample(&m, "antiopa_leader", &["identity=\"pod-b\""]) == Some(0.0)
+                && get(&addr_b, "/readyz").await.0 == 200
+        },
+    )
     .await;
     let socket_b = b.log.with_extension("sock");
     let list = ctl(&socket_b, &["module", "list"]).await;
-    assert!(list.contains("This replica (pod-b) is the standby."), "{list}");
+    assert!(
+        list.contains("This replica (pod-b) is the standby."),
+        "{list}"
+    );
     let (code, body) = {
         let sock = socket_b.clone();
         tokio::task::spawn_blocking(move || {
