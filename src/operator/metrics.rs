@@ -974,6 +974,55 @@ mod tests {
     }
 
     #[test]
+    fn status_figures_are_read_at_each_scrape() {
+        use crate::operator::{LeaderStatus, WatchHealth};
+        let m = Metrics::new(DEFAULT_PREFIX).unwrap();
+        let watch = |ns: &[&str], state, objects| WatchHealth {
+            id: 0,
+            key: String::new(),
+            kind: "v1 Pod".into(),
+            namespaces: ns.iter().map(|s| s.to_string()).collect(),
+            bindings: vec![],
+            state,
+            started_at: std::time::SystemTime::now(),
+            last_event_at: None,
+            objects,
+            relists: 0,
+            restarts: 0,
+            last_error: None,
+        };
+        let mut st = Status {
+            watches: vec![
+                watch(&["a"], WatchState::Synced, 3),
+                watch(&["a"], WatchState::Restarting, 2),
+                watch(&[], WatchState::Synced, 7),
+            ],
+            watch_restarts_total: 4,
+            watches_dead: 1,
+            leader: Some(LeaderStatus {
+                identity: "pod-a".into(),
+                leading: false,
+            }),
+            ..Status::default()
+        };
+        let t = m.encode(&st);
+        for line in [
+            "antiopa_watches{state=\"synced\"} 2",
+            "antiopa_watches{state=\"failed\"} 0",
+            "antiopa_watches_dead 1",
+            "antiopa_watch_restarts_total 4",
+            "antiopa_watch_objects{kind=\"v1 Pod\",namespace=\"a\"} 5",
+            "antiopa_watch_objects{kind=\"v1 Pod\",namespace=\"\"} 7",
+            "antiopa_leader{identity=\"pod-a\"} 0",
+        ] {
+            assert!(t.contains(line), "{line}:\n{t}");
+        }
+        assert!(!t.contains("antiopa_drift_restore_seconds"), "{t}");
+        st.leader = None;
+        assert!(!m.encode(&st).contains("antiopa_leader"));
+    }
+
+    #[test]
     fn bad_names_and_kind_changes_are_skipped() {
         let mut s = HookMetricStore::default();
         let common = Labels::new();
