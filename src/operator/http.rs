@@ -54,16 +54,21 @@ async fn hook_metrics(State(ctx): State<Ctx>) -> impl IntoResponse {
 
 async fn readyz(State(ctx): State<Ctx>) -> impl IntoResponse {
     let st = ctx.status.read().unwrap_or_else(|p| p.into_inner());
-    ready(st.first_converge_done, st.leader.as_ref())
+    ready(st.first_converge_done, st.config_read, st.leader.as_ref())
 }
 
 /// `/readyz`: the leader (or the only replica) once its first converge is
-/// done; a standby as soon as it knows it stands by, as addon-operator's
-/// readiness: a rollout with `maxUnavailable: 0` waits for the new pod to
-/// be ready, and a new pod stands by while the old one holds the Lease.
-fn ready(first_converge_done: bool, leader: Option<&super::LeaderStatus>) -> (StatusCode, String) {
+/// done; a standby once it knows it stands by and has read its ConfigMap
+/// (its cache is warm), as addon-operator's readiness: a rollout with
+/// `maxUnavailable: 0` waits for the new pod to be ready, and a new pod
+/// stands by while the old one holds the Lease.
+fn ready(
+    first_converge_done: bool,
+    config_read: bool,
+    leader: Option<&super::LeaderStatus>,
+) -> (StatusCode, String) {
     match leader {
-        Some(l) if !l.leading => (
+        Some(l) if !l.leading && config_read => (
             StatusCode::OK,
             format!("Standby: '{}' does not hold the lease.\n", l.identity),
         ),
@@ -172,13 +177,12 @@ mod tests {
             identity: "pod-a".into(),
             leading,
         };
-        assert_eq!(ready(false, None).0, StatusCode::SERVICE_UNAVAILABLE);
-        assert_eq!(ready(true, None).0, StatusCode::OK);
-        assert_eq!(ready(false, Some(&l(false))).0, StatusCode::OK);
-        assert_eq!(
-            ready(false, Some(&l(true))).0,
-            StatusCode::SERVICE_UNAVAILABLE
-        );
-        assert_eq!(ready(true, Some(&l(true))).0, StatusCode::OK);
+        let unavailable = StatusCode::SERVICE_UNAVAILABLE;
+        assert_eq!(ready(false, true, None).0, unavailable);
+        assert_eq!(ready(true, true, None).0, StatusCode::OK);
+        assert_eq!(ready(false, true, Some(&l(false))).0, StatusCode::OK);
+        assert_eq!(ready(false, false, Some(&l(false))).0, unavailable);
+        assert_eq!(ready(false, true, Some(&l(true))).0, unavailable);
+        assert_eq!(ready(true, true, Some(&l(true))).0, StatusCode::OK);
     }
 }

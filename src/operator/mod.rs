@@ -688,6 +688,8 @@ impl Operator {
         let Some(data) = self.config_rx.borrow_and_update().data() else {
             return;
         };
+        // Its watch has listed: a standby is ready to take over (`/readyz`).
+        self.ctx.status().config_read = true;
         if self.config_data.as_ref() == Some(&data) {
             return;
         }

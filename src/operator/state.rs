@@ -82,6 +82,9 @@ pub struct Status {
     pub converges: u64,
     /// The first converge has completed (`/readyz`).
     pub first_converge_done: bool,
+    /// The operator's ConfigMap has been read (present or missing): a
+    /// standby's cache is warm (`/readyz`).
+    pub config_read: bool,
     /// A failing global hook or discovery, until a converge succeeds.
     pub global_error: Option<String>,
     /// The last ConfigMap edit refused, until a good one arrives.
