@@ -481,6 +481,12 @@ pub fn run_history(a: HistoryArgs) -> Result<(), CmdError> {
                     m.insert("chart".into(), r.chart_label().into());
                     m.insert("app_version".into(), r.app_version().into());
                     m.insert("description".into(), info.description.clone().into());
+                    // Beyond helm's keys: the revision's lifecycle state
+                    // (Octopod's names); the table stays helm's.
+                    m.insert(
+                        "state".into(),
+                        crate::release::lifecycle::state(r).as_str().into(),
+                    );
                     m
                 })
                 .collect();

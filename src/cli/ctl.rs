@@ -1,6 +1,6 @@
 //! The verbs that ask a running operator through its debug socket
 //! (`DEBUG_UNIX_SOCKET`, `--debug-socket`): `module list|values|render|
-//! status`, `queue list`, `global values|config`. One HTTP/1 GET over the
+//! status`, `queue list`, `watch list`, `global values|config`. One HTTP/1 GET over the
 //! unix socket (hyper's client), the answer printed as a table or as
 //! JSON/YAML.
 
@@ -54,6 +54,12 @@ pub struct StatusArgs {
 #[derive(Subcommand, Debug)]
 pub enum QueueCommand {
     /// The running operator's queue: the tasks due and what it does now.
+    List(ListArgs),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum WatchCommand {
+    /// The running operator's shared watches: state, objects, restarts.
     List(ListArgs),
 }
 
@@ -175,44 +181,61 @@ pub fn module_list(socket: &Path, output: Output) -> Result<(), String> {
         Output::Yaml => print(&get(socket, "/module/list.yaml")?),
         Output::Table => {
             let v = parse(&get(socket, "/module/list.json")?)?;
-            let rows: Vec<Vec<String>> = v["modules"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|m| {
-                    let error = cell(&m["lastError"]);
-                    vec![
-                        cell(&m["order"]),
-                        cell(&m["name"]),
-                        if m["enabled"] == Json::Bool(true) {
-                            "enabled".into()
-                        } else {
-                            "disabled".into()
-                        },
-                        cell(&m["phase"]),
-                        cell(&m["revision"]),
-                        if error == "-" {
-                            cell(&m["reason"])
-                        } else {
-                            error
-                        },
-                    ]
-                })
-                .collect();
-            print(&table(
-                &[
-                    "ORDER",
-                    "NAME",
-                    "STATE",
-                    "PHASE",
-                    "REVISION",
-                    "REASON/ERROR",
-                ],
-                &rows,
-            ));
+            print(&module_table(&v));
         }
     }
     Ok(())
+}
+
+/// The module list as a table; a WAITING FOR column when a module waits,
+/// and which replica this is under leader election.
+fn module_table(v: &Json) -> String {
+    let modules: Vec<&Json> = v["modules"].as_array().into_iter().flatten().collect();
+    let waiting = modules.iter().any(|m| !m["waitingFor"].is_null());
+    let rows: Vec<Vec<String>> = modules
+        .iter()
+        .map(|m| {
+            let error = cell(&m["lastError"]);
+            let mut row = vec![
+                cell(&m["order"]),
+                cell(&m["name"]),
+                if m["enabled"] == Json::Bool(true) {
+                    "enabled".into()
+                } else {
+                    "disabled".into()
+                },
+                cell(&m["phase"]),
+                cell(&m["revision"]),
+            ];
+            if waiting {
+                row.push(cell(&m["waitingFor"]));
+            }
+            row.push(if error == "-" {
+                cell(&m["reason"])
+            } else {
+                error
+            });
+            row
+        })
+        .collect();
+    let mut header = vec!["ORDER", "NAME", "STATE", "PHASE", "REVISION"];
+    if waiting {
+        header.push("WAITING FOR");
+    }
+    header.push("REASON/ERROR");
+    let mut out = table(&header, &rows);
+    if let Some(l) = v["leader"].as_object() {
+        let role = if l.get("leading") == Some(&Json::Bool(true)) {
+            "leader"
+        } else {
+            "standby"
+        };
+        out.push_str(&format!(
+            "\nThis replica ({}) is the {role}.\n",
+            l.get("identity").map(cell).unwrap_or_default()
+        ));
+    }
+    out
 }
 
 /// `antiopa module values NAME` against the operator.
@@ -255,31 +278,71 @@ pub fn module_status(a: &StatusArgs) -> Result<(), String> {
         Output::Yaml => print(&get(socket, &path("yaml"))?),
         Output::Table => {
             let v = parse(&get(socket, &path("json"))?)?;
-            let mut out = format!("{:<15}{}\n", "NAME:", a.name);
-            for (k, label) in [
-                ("phase", "PHASE:"),
-                ("enabled_reason", "REASON:"),
-                ("revision", "REVISION:"),
-                ("runs", "RUNS:"),
-                ("failures", "FAILURES:"),
-                ("last_run", "LAST RUN:"),
-                ("last_error", "LAST ERROR:"),
-            ] {
-                let val = match (k, &v[k]) {
-                    ("last_run", Json::Object(d)) => format!(
-                        "{:.3}s",
-                        d.get("secs").and_then(Json::as_f64).unwrap_or(0.0)
-                            + d.get("nanos").and_then(Json::as_f64).unwrap_or(0.0) / 1e9
-                    ),
-                    (_, Json::String(s)) => s.clone(),
-                    (_, other) => cell(other),
-                };
-                out.push_str(&format!("{label:<15}{val}\n"));
-            }
-            print(&out);
+            print(&status_table(&a.name, &v));
         }
     }
     Ok(())
+}
+
+/// A module's status as `LABEL: value` lines; drift and waiting when set.
+fn status_table(name: &str, v: &Json) -> String {
+    let mut out = format!("{:<15}{name}\n", "NAME:");
+    let mut line = |label: &str, val: String| out.push_str(&format!("{label:<15}{val}\n"));
+    for (k, label) in [
+        ("phase", "PHASE:"),
+        ("waiting_for", "WAITING FOR:"),
+        ("enabled_reason", "REASON:"),
+        ("revision", "REVISION:"),
+        ("release_state", "RELEASE:"),
+        ("runs", "RUNS:"),
+        ("failures", "FAILURES:"),
+        ("last_run", "LAST RUN:"),
+        ("last_error", "LAST ERROR:"),
+    ] {
+        if k == "waiting_for" && v[k].is_null() {
+            continue;
+        }
+        let val = match (k, &v[k]) {
+            ("last_run", Json::Object(d)) => format!(
+                "{:.3}s",
+                d.get("secs").and_then(Json::as_f64).unwrap_or(0.0)
+                    + d.get("nanos").and_then(Json::as_f64).unwrap_or(0.0) / 1e9
+            ),
+            (_, Json::String(s)) => s.clone(),
+            (_, other) => cell(other),
+        };
+        line(label, val);
+    }
+    match &v["drift"] {
+        Json::Object(d) => {
+            let get = |k: &str| d.get(k).map(cell).unwrap_or_else(|| "-".into());
+            line(
+                "DRIFT:",
+                format!(
+                    "mode {}, {} objects watched, {} detected, {} restored{}",
+                    get("mode"),
+                    get("objects"),
+                    get("detected"),
+                    get("restored"),
+                    if d.get("suspended") == Some(&Json::Bool(true)) {
+                        ", suspended until the next successful run"
+                    } else {
+                        ""
+                    }
+                ),
+            );
+            if let Some(Json::Object(stopped)) = d.get("stopped") {
+                for (obj, why) in stopped {
+                    line("DRIFT STOPPED:", format!("{obj}: {}", cell(why)));
+                }
+            }
+            if let Some(last) = d.get("last").filter(|l| !l.is_null()) {
+                line("LAST DRIFT:", cell(last));
+            }
+        }
+        _ => line("DRIFT:", "not watched".into()),
+    }
+    out
 }
 
 pub fn run_queue(cmd: QueueCommand) -> i32 {
@@ -290,6 +353,69 @@ pub fn run_queue(cmd: QueueCommand) -> i32 {
         Output::Yaml => "yaml",
     };
     finish(get(&a.socket.debug_socket, &format!("/queue/list.{ext}")).map(|t| print(&t)))
+}
+
+pub fn run_watch(cmd: WatchCommand) -> i32 {
+    let WatchCommand::List(a) = cmd;
+    let socket = &a.socket.debug_socket;
+    finish(match a.output {
+        Output::Json => get(socket, "/watch/list.json").map(|t| print(&t)),
+        Output::Yaml => get(socket, "/watch/list.yaml").map(|t| print(&t)),
+        Output::Table => get(socket, "/watch/list.json")
+            .and_then(|t| parse(&t))
+            .map(|v| print(&watch_table(&v))),
+    })
+}
+
+/// The watches as a table, the totals under it.
+fn watch_table(v: &Json) -> String {
+    let rows: Vec<Vec<String>> = v["watches"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|w| {
+            let ns = w["namespaces"]
+                .as_array()
+                .map(|a| a.iter().map(cell).collect::<Vec<_>>().join(","))
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "*".into());
+            let last = w["lastEventSecondsAgo"]
+                .as_f64()
+                .map(|s| format!("{s:.0}s"))
+                .unwrap_or_else(|| "-".into());
+            vec![
+                cell(&w["kind"]),
+                ns,
+                cell(&w["state"]),
+                cell(&w["objects"]),
+                cell(&w["restarts"]),
+                cell(&w["relists"]),
+                last,
+                cell(&w["lastError"]),
+            ]
+        })
+        .collect();
+    let mut out = table(
+        &[
+            "KIND",
+            "NAMESPACES",
+            "STATE",
+            "OBJECTS",
+            "RESTARTS",
+            "RELISTS",
+            "LAST EVENT",
+            "ERROR",
+        ],
+        &rows,
+    );
+    out.push_str(&format!(
+        "\n{} watches, {} dead; {} restarts, {} relists since start\n",
+        rows.len(),
+        cell(&v["dead"]),
+        cell(&v["restartsTotal"]),
+        cell(&v["relistsTotal"]),
+    ));
+    out
 }
 
 pub fn run_global(cmd: GlobalCommand) -> i32 {

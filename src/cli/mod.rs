@@ -84,6 +84,9 @@ enum Command {
     /// The running operator's queue (through its debug socket).
     #[command(subcommand)]
     Queue(ctl::QueueCommand),
+    /// The running operator's kubernetes-binding watches (through its debug socket).
+    #[command(subcommand)]
+    Watch(ctl::WatchCommand),
     /// The running operator's global values and config (through its debug socket).
     #[command(subcommand)]
     Global(ctl::GlobalCommand),
@@ -371,6 +374,7 @@ fn run_cli() -> i32 {
         Command::History(a) => exit_code(apply::run_history(a)),
         Command::Run(a) => run::run_operator(a),
         Command::Queue(c) => ctl::run_queue(c),
+        Command::Watch(c) => ctl::run_watch(c),
         Command::Global(c) => ctl::run_global(c),
         Command::Manifests(a) => manifests::run_manifests(a),
         Command::Completion(a) => {

@@ -12,7 +12,15 @@
 //! - `/module/NAME/status`, `/module/NAME/snapshots` (its hooks' kubernetes
 //!   bindings' objects);
 //! - `/global/values`, `/global/config`, `/global/list` (global hooks);
-//! - `/queue/list[.json|.yaml|.text]` (also `/queue/main…`): the work due.
+//! - `/queue/list[.json|.yaml|.text]` (also `/queue/main…`): the work due;
+//! - `/watch/list[.json|.yaml|.text]`: the kubernetes bindings' shared
+//!   watches, their state, objects, restarts and relists, and the totals;
+//! - `/leader[.json|.yaml|.text]`: this replica's identity and whether it
+//!   leads (`--leader-elect`), also in `/module/list` as `leader`.
+//!
+//! `/module/NAME/status` adds the state of the module's release as
+//! Octopod names it (`releaseState`: running, failure, archived, …), read
+//! from its latest release record.
 //!
 //! The format comes from the extension: `.json`, `.yaml`, else text
 //! (tables for lists, JSON for the rest). Errors are plain text with 400,
@@ -68,6 +76,11 @@ pub(crate) fn routes() -> Router<Ctx> {
         .route("/module/{name}/{file}", get(module_route))
         .route("/global/{file}", get(global_route))
         .route("/queue/{file}", get(queue_route))
+        .route("/watch/{file}", get(watch_route))
+        .route("/leader", get(|c| leader_route(c, Format::Text)))
+        .route("/leader.text", get(|c| leader_route(c, Format::Text)))
+        .route("/leader.json", get(|c| leader_route(c, Format::Json)))
+        .route("/leader.yaml", get(|c| leader_route(c, Format::Yaml)))
 }
 
 /// An API error: a status and a plain text.
@@ -205,9 +218,11 @@ fn module_rows(ctx: &Ctx) -> Json {
             "runs": m.runs,
             "failures": m.failures,
             "lastError": m.last_error,
+            "waitingFor": m.waiting_for,
+            "drift": m.drift,
         }));
     }
-    json!({ "enabledModules": enabled, "modules": modules })
+    json!({ "enabledModules": enabled, "modules": modules, "leader": st.leader })
 }
 
 async fn module_list(State(ctx): State<Ctx>, Path(file): Path<String>) -> Response {
@@ -255,25 +270,35 @@ async fn module_route(
             .and_then(|r: Result<_, ModuleError>| r.map_err(ApiError::from))
             .map(|v| respond(format, &Json::Object(v), None))
         }
-        "status" => {
-            let st = ctx.status.read().unwrap_or_else(|p| p.into_inner());
-            match st.modules.get(&name) {
-                Some(m) => Ok(respond(
-                    format,
-                    &serde_json::to_value(m).unwrap_or_default(),
-                    None,
-                )),
-                None => Err(ApiError(
-                    StatusCode::NOT_FOUND,
-                    format!("module '{name}' not found"),
-                )),
-            }
-        }
+        "status" => module_status(&ctx, &name, format).await,
         "render" => render(&ctx, &name, truthy(&q, "show-secrets")).await,
         "snapshots" => snapshots(&ctx, &name, format).await,
         _ => Err(not_found(&format!("/module/{name}/{file}"))),
     };
     r.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// The module's status, with its release's lifecycle state.
+async fn module_status(ctx: &Ctx, name: &str, format: Format) -> Result<Response, ApiError> {
+    let m = ctx
+        .status
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .modules
+        .get(name)
+        .cloned()
+        .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, format!("module '{name}' not found")))?;
+    let mut v = serde_json::to_value(&m).unwrap_or_default();
+    // The release is named after the module; none yet is `null`. A read
+    // that fails says why in the field rather than failing the route.
+    let state = match crate::release::history(&ctx.cluster, name, &ctx.settings.namespace).await {
+        Ok(h) => h
+            .last()
+            .map(|r| Json::from(crate::release::lifecycle::state(r).as_str())),
+        Err(e) => Some(Json::from(format!("unknown ({e})"))),
+    };
+    v["release_state"] = state.unwrap_or(Json::Null);
+    Ok(respond(format, &v, None))
 }
 
 /// The module's chart rendered now with its values: manifests as
@@ -459,6 +484,90 @@ async fn queue_route(State(ctx): State<Ctx>, Path(file): Path<String>) -> Respon
         ));
     }
     respond(format, &v, Some(text))
+}
+
+async fn watch_route(State(ctx): State<Ctx>, Path(file): Path<String>) -> Response {
+    let (stem, format) = split(&file);
+    if stem != "list" {
+        return not_found(&format!("/watch/{file}")).into_response();
+    }
+    let st = ctx.status.read().unwrap_or_else(|p| p.into_inner());
+    let now = std::time::SystemTime::now();
+    let ago = |t: Option<std::time::SystemTime>| {
+        t.and_then(|t| now.duration_since(t).ok())
+            .map(|d| d.as_secs_f64())
+    };
+    let watches: Vec<Json> = st
+        .watches
+        .iter()
+        .map(|w| {
+            json!({
+                "key": w.key,
+                "kind": w.kind,
+                "namespaces": w.namespaces,
+                "bindings": w.bindings,
+                "state": w.state,
+                "ageSeconds": ago(Some(w.started_at)),
+                "lastEventSecondsAgo": ago(w.last_event_at),
+                "objects": w.objects,
+                "relists": w.relists,
+                "restarts": w.restarts,
+                "lastError": w.last_error,
+            })
+        })
+        .collect();
+    let v = json!({
+        "watches": watches,
+        "restartsTotal": st.watch_restarts_total,
+        "relistsTotal": st.watch_relists_total,
+        "dead": st.watches_dead,
+    });
+    let mut text = format!(
+        "Watches: {}, dead: {}, restarts: {}, relists: {}\n",
+        st.watches.len(),
+        st.watches_dead,
+        st.watch_restarts_total,
+        st.watch_relists_total
+    );
+    for w in &st.watches {
+        let ns = if w.namespaces.is_empty() {
+            "*".to_string()
+        } else {
+            w.namespaces.join(",")
+        };
+        text.push_str(&format!(
+            "{} ns={ns} state={:?} objects={} restarts={} relists={} last-event={} bindings={}{}\n",
+            w.kind,
+            w.state,
+            w.objects,
+            w.restarts,
+            w.relists,
+            ago(w.last_event_at)
+                .map(|s| format!("{s:.1}s ago"))
+                .unwrap_or_else(|| "never".into()),
+            w.bindings.join(";"),
+            w.last_error
+                .as_deref()
+                .map(|e| format!(" error={e}"))
+                .unwrap_or_default(),
+        ));
+    }
+    respond(format, &v, Some(text))
+}
+
+async fn leader_route(State(ctx): State<Ctx>, format: Format) -> Response {
+    let leader = ctx
+        .status
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .leader
+        .clone();
+    let text = match &leader {
+        Some(l) if l.leading => format!("{}: leader\n", l.identity),
+        Some(l) => format!("{}: standby\n", l.identity),
+        None => "no leader election (--leader-elect not set): this replica works\n".into(),
+    };
+    respond(format, &json!({ "leader": leader }), Some(text))
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //! - on `ADDON_OPERATOR_LISTEN_ADDRESS:PORT`: `/metrics` (the operator's
 //!   metrics), `/metrics/hooks` (what hooks exported), `/healthz` (200
 //!   while the process runs), `/readyz` (200 once the first converge is
-//!   done, 503 before), and the status page under `/ui/` ([`crate::ui`]);
+//!   done, 503 before; 200 for a standby of the leader election), and the
+//!   status page under `/ui/` ([`crate::ui`]);
 //! - the debug API ([`super::debug`]) on a unix socket
 //!   (`DEBUG_UNIX_SOCKET`) and, when set, on `DEBUG_HTTP_SERVER_ADDR`.
 //!
@@ -39,7 +40,10 @@ fn main_routes(debug: bool) -> Router<Ctx> {
 const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 async fn metrics(State(ctx): State<Ctx>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, TEXT_FORMAT)], ctx.metrics.encode())
+    let body = ctx
+        .metrics
+        .encode(&ctx.status.read().unwrap_or_else(|p| p.into_inner()));
+    ([(header::CONTENT_TYPE, TEXT_FORMAT)], body)
 }
 
 async fn hook_metrics(State(ctx): State<Ctx>) -> impl IntoResponse {
@@ -50,18 +54,30 @@ async fn hook_metrics(State(ctx): State<Ctx>) -> impl IntoResponse {
 }
 
 async fn readyz(State(ctx): State<Ctx>) -> impl IntoResponse {
-    let done = ctx
-        .status
-        .read()
-        .unwrap_or_else(|p| p.into_inner())
-        .first_converge_done;
-    if done {
-        (StatusCode::OK, "Startup converge done.\n")
-    } else {
-        (
+    let st = ctx.status.read().unwrap_or_else(|p| p.into_inner());
+    ready(st.first_converge_done, st.config_read, st.leader.as_ref())
+}
+
+/// `/readyz`: the leader (or the only replica) once its first converge is
+/// done; a standby once it knows it stands by and has read its ConfigMap
+/// (its cache is warm), as addon-operator's readiness: a rollout with
+/// `maxUnavailable: 0` waits for the new pod to be ready, and a new pod
+/// stands by while the old one holds the Lease.
+fn ready(
+    first_converge_done: bool,
+    config_read: bool,
+    leader: Option<&super::LeaderStatus>,
+) -> (StatusCode, String) {
+    match leader {
+        Some(l) if !l.leading && config_read => (
+            StatusCode::OK,
+            format!("Standby: '{}' does not hold the lease.\n", l.identity),
+        ),
+        _ if first_converge_done => (StatusCode::OK, "Startup converge done.\n".into()),
+        _ => (
             StatusCode::SERVICE_UNAVAILABLE,
-            "Startup converge in progress.\n",
-        )
+            "Startup converge in progress.\n".into(),
+        ),
     }
 }
 
@@ -156,4 +172,25 @@ fn bind_socket(path: &Path) -> std::io::Result<tokio::net::UnixListener> {
         Err(_) => {}
     }
     tokio::net::UnixListener::bind(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operator::LeaderStatus;
+
+    #[test]
+    fn a_standby_is_ready_a_leader_once_converged() {
+        let l = |leading| LeaderStatus {
+            identity: "pod-a".into(),
+            leading,
+        };
+        let unavailable = StatusCode::SERVICE_UNAVAILABLE;
+        assert_eq!(ready(false, true, None).0, unavailable);
+        assert_eq!(ready(true, true, None).0, StatusCode::OK);
+        assert_eq!(ready(false, true, Some(&l(false))).0, StatusCode::OK);
+        assert_eq!(ready(false, false, Some(&l(false))).0, unavailable);
+        assert_eq!(ready(false, true, Some(&l(true))).0, unavailable);
+        assert_eq!(ready(true, true, Some(&l(true))).0, StatusCode::OK);
+    }
 }

@@ -5,7 +5,11 @@
 //!   (`pkg/metrics/metrics.go`), prefixed with
 //!   `ADDON_OPERATOR_PROMETHEUS_METRICS_PREFIX` (default `addon_operator_`),
 //!   served on `/metrics`;
-//! - antiopa's own (`antiopa_…`): kubernetes bindings and watches, drift;
+//! - antiopa's own (`antiopa_…`): kubernetes bindings; and, read from the
+//!   operator's [`Status`] at each scrape (the watch tasks, the drift
+//!   engine and the election keep their figures there, so there is one
+//!   source and nothing to keep in step): watch health, drift counters and
+//!   restore latency, leadership;
 //! - what hooks write to `METRICS_PATH`, served apart on `/metrics/hooks`
 //!   as addon-operator serves them: names as the hooks wrote them, a `hook`
 //!   label (and `module` for a module hook's), gauges set, counters added,
@@ -24,6 +28,7 @@ use prometheus::{
     TextEncoder,
 };
 
+use super::state::{Status, WatchState};
 use crate::hooks::output::MetricOperation;
 use crate::module::HookRunRecord;
 
@@ -76,9 +81,6 @@ pub struct Metrics {
     modules_discover_errors: Counter,
     module_enabled: GaugeVec,
     kube_bindings: GaugeVec,
-    drift_detected: CounterVec,
-    drift_restored: CounterVec,
-    drift_restore_seconds: HistogramVec,
     hooks: Mutex<HookMetricStore>,
 }
 
@@ -193,28 +195,6 @@ impl Metrics {
                     "Kubernetes bindings in force (what=bindings) and the watches they share (what=watches)",
                     &["what"],
                 )?,
-                drift_detected: r.raw_counter_vec(
-                    "antiopa_drift_detected_total",
-                    "Released objects found changed or deleted",
-                    &["module", "kind"],
-                )?,
-                drift_restored: r.raw_counter_vec(
-                    "antiopa_drift_restored_total",
-                    "Released objects restored after drift",
-                    &["module", "kind"],
-                )?,
-                drift_restore_seconds: {
-                    let h = HistogramVec::new(
-                        HistogramOpts::new(
-                            "antiopa_drift_restore_seconds",
-                            "Time from drift detected to the object restored",
-                        )
-                        .buckets(BUCKETS.to_vec()),
-                        &["module"],
-                    )?;
-                    registry.register(Box::new(h.clone()))?;
-                    h
-                },
                 registry: registry.clone(),
                 startup: AtomicBool::new(true),
                 hooks: Mutex::new(HookMetricStore::default()),
@@ -313,19 +293,6 @@ impl Metrics {
             .set(watches as f64);
     }
 
-    /// A released object of `module` was found changed or deleted.
-    pub fn drift_detected(&self, module: &str, kind: &str) {
-        self.drift_detected.with_label_values(&[module, kind]).inc();
-    }
-
-    /// A drifted object was restored, `took` after it was detected.
-    pub fn drift_restored(&self, module: &str, kind: &str, took: Duration) {
-        self.drift_restored.with_label_values(&[module, kind]).inc();
-        self.drift_restore_seconds
-            .with_label_values(&[module])
-            .observe(took.as_secs_f64());
-    }
-
     /// Records hook runs: their durations and outcomes, and what they
     /// wrote to `METRICS_PATH`.
     pub fn hook_runs(&self, runs: &[HookRunRecord]) {
@@ -368,9 +335,13 @@ impl Metrics {
         }
     }
 
-    /// `/metrics`: the Prometheus text format.
-    pub fn encode(&self) -> String {
-        encode(&self.registry.gather())
+    /// `/metrics`: the Prometheus text format, the registered metrics and
+    /// what `status` holds (watches, drift, leadership), read now.
+    pub fn encode(&self, status: &Status) -> String {
+        let mut families = self.registry.gather();
+        families.extend(status_families(status));
+        families.sort_by(|a, b| a.name().cmp(b.name()));
+        encode(&families)
     }
 
     /// `/metrics/hooks`: what hooks exported.
@@ -450,6 +421,183 @@ impl Reg<'_> {
         self.registry.register(Box::new(h.clone()))?;
         Ok(h)
     }
+}
+
+// ---- status metrics ---------------------------------------------------------------
+
+/// Every watch state, for `antiopa_watches{state}` (all present, 0 too).
+const WATCH_STATES: [(WatchState, &str); 5] = [
+    (WatchState::Starting, "starting"),
+    (WatchState::Synced, "synced"),
+    (WatchState::WaitingForKind, "waiting_for_kind"),
+    (WatchState::Restarting, "restarting"),
+    (WatchState::Failed, "failed"),
+];
+
+/// One family of plain series (labels → value).
+fn family(
+    name: &str,
+    help: &str,
+    kind: proto::MetricType,
+    series: impl IntoIterator<Item = (Vec<(&'static str, String)>, f64)>,
+) -> proto::MetricFamily {
+    let mut mf = proto::MetricFamily::default();
+    mf.set_name(name.to_string());
+    mf.set_help(help.to_string());
+    mf.set_field_type(kind);
+    let metrics = series
+        .into_iter()
+        .map(|(labels, v)| {
+            let mut m = proto::Metric::default();
+            m.set_label(label_pairs(labels));
+            if kind == proto::MetricType::COUNTER {
+                let mut c = proto::Counter::default();
+                c.set_value(v);
+                m.set_counter(c);
+            } else {
+                let mut g = proto::Gauge::default();
+                g.set_value(v);
+                m.set_gauge(g);
+            }
+            m
+        })
+        .collect();
+    mf.set_metric(metrics);
+    mf
+}
+
+fn label_pairs(labels: Vec<(&'static str, String)>) -> Vec<proto::LabelPair> {
+    labels
+        .into_iter()
+        .map(|(k, v)| {
+            let mut l = proto::LabelPair::default();
+            l.set_name(k.to_string());
+            l.set_value(v);
+            l
+        })
+        .collect()
+}
+
+/// `module → kind → n` as `{module,kind}` series.
+fn by_module_kind(
+    m: &BTreeMap<String, BTreeMap<String, u64>>,
+) -> Vec<(Vec<(&'static str, String)>, f64)> {
+    m.iter()
+        .flat_map(|(module, kinds)| {
+            kinds.iter().map(move |(kind, n)| {
+                (
+                    vec![("module", module.clone()), ("kind", kind.clone())],
+                    *n as f64,
+                )
+            })
+        })
+        .collect()
+}
+
+/// The figures the operator keeps in its status, as metric families.
+/// Cardinality stays bounded: watches are per kind and namespace set of
+/// the bindings in force, drift per module and kind of released objects.
+fn status_families(st: &Status) -> Vec<proto::MetricFamily> {
+    use proto::MetricType::{COUNTER, GAUGE};
+    let mut out = Vec::new();
+    out.push(family(
+        "antiopa_watches",
+        "Shared watches of the kubernetes bindings, by state",
+        GAUGE,
+        WATCH_STATES.iter().map(|(s, name)| {
+            let n = st.watches.iter().filter(|w| w.state == *s).count();
+            (vec![("state", name.to_string())], n as f64)
+        }),
+    ));
+    out.push(family(
+        "antiopa_watches_dead",
+        "Watches restarting or failed now",
+        GAUGE,
+        [(vec![], st.watches_dead as f64)],
+    ));
+    out.push(family(
+        "antiopa_watch_restarts_total",
+        "Watch restarts after a failure (a broken, silent or failing watch), all watches",
+        COUNTER,
+        [(vec![], st.watch_restarts_total as f64)],
+    ));
+    out.push(family(
+        "antiopa_watch_relists_total",
+        "Relists after the initial list (restarts, 410 Expired, a binding joining, a kind coming back), all watches",
+        COUNTER,
+        [(vec![], st.watch_relists_total as f64)],
+    ));
+    let mut objects: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for w in &st.watches {
+        *objects
+            .entry((w.kind.clone(), w.namespaces.join(",")))
+            .or_default() += w.objects;
+    }
+    if !objects.is_empty() {
+        out.push(family(
+            "antiopa_watch_objects",
+            "Objects the shared watches hold, by kind and namespaces watched (empty: all)",
+            GAUGE,
+            objects
+                .into_iter()
+                .map(|((kind, ns), n)| (vec![("kind", kind), ("namespace", ns)], n as f64)),
+        ));
+    }
+    let drift = st.drift_metrics.snapshot();
+    for (name, help, m) in [
+        (
+            "antiopa_drift_detected_total",
+            "Released objects found changed or deleted",
+            &drift.detected,
+        ),
+        (
+            "antiopa_drift_restored_total",
+            "Released objects restored after drift",
+            &drift.restored,
+        ),
+    ] {
+        let series = by_module_kind(m);
+        if !series.is_empty() {
+            out.push(family(name, help, COUNTER, series));
+        }
+    }
+    let h = &drift.restore_seconds;
+    if h.count > 0 {
+        let mut ph = proto::Histogram::default();
+        ph.set_sample_count(h.count);
+        ph.set_sample_sum(h.sum);
+        ph.set_bucket(
+            h.buckets
+                .iter()
+                .map(|(bound, n)| {
+                    let mut b = proto::Bucket::default();
+                    b.set_upper_bound(*bound);
+                    b.set_cumulative_count(*n);
+                    b
+                })
+                .collect(),
+        );
+        let mut m = proto::Metric::default();
+        m.set_histogram(ph);
+        let mut mf = proto::MetricFamily::default();
+        mf.set_name("antiopa_drift_restore_seconds".into());
+        mf.set_help("Time from drift detected to the object restored".into());
+        mf.set_field_type(proto::MetricType::HISTOGRAM);
+        mf.set_metric(vec![m]);
+        out.push(mf);
+    }
+    if let Some(l) = &st.leader {
+        out.push(family(
+            "antiopa_leader",
+            "1 while this replica holds the leader lease, 0 while it stands by",
+            GAUGE,
+            [(
+                vec![("identity", l.identity.clone())],
+                f64::from(u8::from(l.leading)),
+            )],
+        ));
+    }
+    out
 }
 
 // ---- hook metrics ---------------------------------------------------------------
@@ -744,7 +892,7 @@ mod tests {
         m.module_run("alpha", Duration::from_millis(5), false);
         m.hook_runs(&[run(Some("alpha"), "hooks/a.sh", vec![])]);
         m.converged(OPERATOR_STARTUP, Duration::from_secs(1));
-        let text = m.encode();
+        let text = m.encode(&Status::default());
         assert!(
             text.contains(
                 "ao_module_run_seconds_count{activation=\"OperatorStartup\",module=\"alpha\"} 1"
@@ -823,6 +971,55 @@ mod tests {
             m.encode_hooks()
                 .contains("kind=\"pod\",module=\"alpha\"} 7")
         );
+    }
+
+    #[test]
+    fn status_figures_are_read_at_each_scrape() {
+        use crate::operator::{LeaderStatus, WatchHealth};
+        let m = Metrics::new(DEFAULT_PREFIX).unwrap();
+        let watch = |ns: &[&str], state, objects| WatchHealth {
+            id: 0,
+            key: String::new(),
+            kind: "v1 Pod".into(),
+            namespaces: ns.iter().map(|s| s.to_string()).collect(),
+            bindings: vec![],
+            state,
+            started_at: std::time::SystemTime::now(),
+            last_event_at: None,
+            objects,
+            relists: 0,
+            restarts: 0,
+            last_error: None,
+        };
+        let mut st = Status {
+            watches: vec![
+                watch(&["a"], WatchState::Synced, 3),
+                watch(&["a"], WatchState::Restarting, 2),
+                watch(&[], WatchState::Synced, 7),
+            ],
+            watch_restarts_total: 4,
+            watches_dead: 1,
+            leader: Some(LeaderStatus {
+                identity: "pod-a".into(),
+                leading: false,
+            }),
+            ..Status::default()
+        };
+        let t = m.encode(&st);
+        for line in [
+            "antiopa_watches{state=\"synced\"} 2",
+            "antiopa_watches{state=\"failed\"} 0",
+            "antiopa_watches_dead 1",
+            "antiopa_watch_restarts_total 4",
+            "antiopa_watch_objects{kind=\"v1 Pod\",namespace=\"a\"} 5",
+            "antiopa_watch_objects{kind=\"v1 Pod\",namespace=\"\"} 7",
+            "antiopa_leader{identity=\"pod-a\"} 0",
+        ] {
+            assert!(t.contains(line), "{line}:\n{t}");
+        }
+        assert!(!t.contains("antiopa_drift_restore_seconds"), "{t}");
+        st.leader = None;
+        assert!(!m.encode(&st).contains("antiopa_leader"));
     }
 
     #[test]

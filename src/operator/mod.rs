@@ -92,7 +92,7 @@ use crate::module::{DependencyGraph, ModuleError, ModulesSettings, OfflineConfig
 use crate::release;
 use configmap::ConfigSource;
 pub use kube_events::WatchOptions;
-pub use state::{ModuleStatus, Phase, Status, WatchHealth, WatchState};
+pub use state::{LeaderStatus, ModuleStatus, Phase, Status, WatchHealth, WatchState};
 pub use status_api::{ApiError, ModulePage, Overview, StatusApi};
 
 /// How long a converge waits for new kubernetes bindings' initial lists
@@ -482,6 +482,14 @@ pub async fn run(
         .leader
         .clone()
         .map(|l| leader::Leadership::start(cluster.client().clone(), &settings.namespace, l));
+    if let (Some(l), Some(ls)) = (&leadership, &settings.leader) {
+        mirror_leadership(
+            l.receiver(),
+            &ls.identity,
+            status.clone(),
+            &signals.shutdown,
+        );
+    }
     let config_rx = configmap::watch_config(
         &cluster,
         &settings.namespace,
@@ -705,6 +713,8 @@ impl Operator {
         let Some(data) = self.config_rx.borrow_and_update().data() else {
             return;
         };
+        // Its watch has listed: a standby is ready to take over (`/readyz`).
+        self.ctx.status().config_read = true;
         if self.config_data.as_ref() == Some(&data) {
             return;
         }
@@ -1510,6 +1520,31 @@ async fn while_leading<T>(
         _ = rx.wait_for(|leading| !*leading) => None,
         v = work => Some(v),
     }
+}
+
+/// Keeps `status.leader` current with the election, for `/readyz`, the
+/// metrics and the debug API.
+fn mirror_leadership(
+    mut rx: watch::Receiver<bool>,
+    identity: &str,
+    status: Arc<RwLock<Status>>,
+    shutdown: &CancellationToken,
+) {
+    let identity = identity.to_string();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        loop {
+            let leading = *rx.borrow_and_update();
+            status.write().unwrap_or_else(|p| p.into_inner()).leader = Some(LeaderStatus {
+                identity: identity.clone(),
+                leading,
+            });
+            tokio::select! {
+                r = rx.changed() => if r.is_err() { return },
+                _ = stop.cancelled() => return,
+            }
+        }
+    });
 }
 
 /// The next leadership change; never without leader election.

@@ -2,7 +2,8 @@
 //! metrics, the debug API and the status page: a module's phase, its last
 //! error and how many times in a row it failed, its last deployed revision,
 //! how long its runs take and the drift of its released objects; the hook
-//! run queues; the health of every shared watch of the kubernetes bindings.
+//! run queues; the health of every shared watch of the kubernetes bindings;
+//! whether this replica leads.
 //! Written by the converge loop, the queues' workers, the watch tasks and
 //! the drift task; readers take a snapshot.
 
@@ -85,6 +86,9 @@ pub struct Status {
     pub converges: u64,
     /// The first converge has completed (`/readyz`).
     pub first_converge_done: bool,
+    /// The operator's ConfigMap has been read (present or missing): a
+    /// standby's cache is warm (`/readyz`).
+    pub config_read: bool,
     /// A failing global hook or discovery, until a converge succeeds.
     pub global_error: Option<String>,
     /// The last ConfigMap edit refused, until a good one arrives.
@@ -105,6 +109,17 @@ pub struct Status {
     pub watch_relists_total: u64,
     /// Watches restarting or failed now (`Restarting` or `Failed`).
     pub watches_dead: u64,
+    /// With `--leader-elect`: this replica's identity and whether it leads.
+    pub leader: Option<LeaderStatus>,
+}
+
+/// Where this replica stands in the leader election.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct LeaderStatus {
+    /// Its `holderIdentity` in the Lease.
+    pub identity: String,
+    /// It holds the Lease now; a standby (`false`) writes nothing.
+    pub leading: bool,
 }
 
 /// One queue, as addon-operator's `/queue/list` shows it.

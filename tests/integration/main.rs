@@ -14,6 +14,7 @@ mod cluster_apply;
 mod cluster_bad_input;
 mod cluster_cli;
 mod cluster_drift;
+mod cluster_exports;
 mod cluster_helm;
 mod cluster_install;
 mod cluster_kps;
