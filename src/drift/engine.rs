@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Finding, Metrics, Mode, ModuleDrift, Settings, Tracked, Writes, check_object};
 use crate::apply::FIELD_MANAGER;
 use crate::apply::ownership::{MANAGED_BY, MANAGED_BY_HELM};
-use crate::watch::{Seen, Target, Watches};
+use crate::watch::{Meta, Seen, Target, Watches};
 
 /// How hard antiopa fights for an object.
 #[derive(Clone, Copy, Debug)]
@@ -125,7 +125,7 @@ pub fn start(
     shutdown: CancellationToken,
 ) -> Handle {
     let (tx, rx) = mpsc::unbounded_channel();
-    let (watches, seen) = Watches::new(writes.cluster().clone(), shutdown.clone());
+    let (watches, seen) = Watches::new(writes.cluster().clone(), shutdown.clone(), digest);
     let engine = Engine {
         writes,
         metrics,
@@ -424,9 +424,9 @@ impl Engine {
         self.publish(&module);
     }
 
-    fn id_of(&self, target: &Target, meta: &ObjectMeta) -> Option<Id> {
+    fn id_of(&self, target: &Target, meta: &Meta) -> Option<Id> {
         let tid = *self.targets.get(target)?;
-        let id = (tid, meta.name.clone()?);
+        let id = (tid, meta.name.clone());
         self.objects.contains_key(&id).then_some(id)
     }
 
@@ -445,7 +445,7 @@ impl Engine {
                 let Some(id) = self.id_of(&target, &meta) else {
                     return;
                 };
-                let d = digest(&meta);
+                let d = meta.digest;
                 let Some(o) = self.objects.get_mut(&id) else {
                     return;
                 };
@@ -462,12 +462,7 @@ impl Engine {
                 let Some(id) = self.id_of(&target, &meta) else {
                     return;
                 };
-                let relabelled = meta
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get(MANAGED_BY))
-                    .is_none_or(|v| v != MANAGED_BY_HELM)
-                    && meta.deletion_timestamp.is_none();
+                let relabelled = !meta.selected && !meta.deleting;
                 if let Some(o) = self.objects.get_mut(&id) {
                     o.present = false;
                     o.digest = None;
