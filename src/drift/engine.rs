@@ -155,6 +155,14 @@ struct Obj {
     /// Digest of our managedFields entry and the uid, as last seen.
     digest: Option<u64>,
     present: bool,
+    /// Only for objects drift acted on since the last refresh: most
+    /// objects never drift, and this is kept per watched object.
+    fight: Option<Box<Fight>>,
+}
+
+/// What drift remembers of acting on one object, until the next refresh.
+#[derive(Default)]
+struct Fight {
     /// Restores within the window.
     attempts: VecDeque<Instant>,
     next_allowed: Option<Instant>,
@@ -166,11 +174,20 @@ struct Obj {
     waiting: bool,
 }
 
+impl Obj {
+    fn fight(&mut self) -> &mut Fight {
+        self.fight.get_or_insert_with(Default::default)
+    }
+
+    fn stopped(&self) -> bool {
+        self.fight.as_ref().is_some_and(|f| f.stopped)
+    }
+}
+
 struct ModuleState {
     settings: Settings,
     suspended: bool,
     drift: ModuleDrift,
-    ids: Vec<Id>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -291,11 +308,7 @@ impl Engine {
 
     /// Drops every object of `module` and its watch subscriptions.
     fn forget(&mut self, module: &str) {
-        if let Some(st) = self.modules.get_mut(module) {
-            for id in std::mem::take(&mut st.ids) {
-                self.objects.remove(&id);
-            }
-        }
+        self.objects.retain(|_, o| *o.module != *module);
         self.watches.unsubscribe_all(module);
         self.forget_stopped_watches();
     }
@@ -317,7 +330,6 @@ impl Engine {
             settings: settings.clone(),
             suspended: false,
             drift: ModuleDrift::default(),
-            ids: Vec::new(),
         });
         st.settings = settings;
         st.suspended = false;
@@ -351,11 +363,7 @@ impl Engine {
                 Some(o) if *o.module != *module => continue,
                 Some(o) => {
                     o.tracked = t;
-                    o.attempts.clear();
-                    o.next_allowed = None;
-                    o.stopped = false;
-                    o.reported = None;
-                    o.waiting = false;
+                    o.fight = None;
                     if !o.present {
                         fresh.push(id);
                     }
@@ -368,11 +376,7 @@ impl Engine {
                             tracked: t,
                             digest: None,
                             present: false,
-                            attempts: VecDeque::new(),
-                            next_allowed: None,
-                            stopped: false,
-                            reported: None,
-                            waiting: false,
+                            fight: None,
                         },
                     );
                     fresh.push(id);
@@ -380,16 +384,8 @@ impl Engine {
             }
         }
         // Objects the new release no longer has (pruned by the run).
-        let old = self
-            .modules
-            .get_mut(&module)
-            .map(|st| std::mem::take(&mut st.ids))
-            .unwrap_or_default();
-        for id in old {
-            if !wanted.contains(&id) {
-                self.objects.remove(&id);
-            }
-        }
+        self.objects
+            .retain(|id, o| *o.module != *module || wanted.contains(id));
         let subscribed: BTreeSet<Target> = by_target.keys().cloned().collect();
         let stale: Vec<Target> = self
             .targets
@@ -404,10 +400,11 @@ impl Engine {
             self.watches.subscribe(&t, &module, names);
         }
         self.forget_stopped_watches();
-        let ids: Vec<Id> = wanted
-            .into_iter()
-            .filter(|id| self.objects.get(id).is_some_and(|o| *o.module == *module))
-            .collect();
+        let count = wanted
+            .iter()
+            .filter(|id| self.objects.get(*id).is_some_and(|o| *o.module == *module))
+            .count();
+        drop(wanted);
         // A new watch's list tells which objects exist; on a watch that
         // listed before, an object not seen yet is looked up a little later.
         let now = Instant::now();
@@ -417,8 +414,7 @@ impl Engine {
             }
         }
         if let Some(st) = self.modules.get_mut(&module) {
-            st.drift.objects = ids.len();
-            st.ids = ids;
+            st.drift.objects = count;
         }
         tracing::debug!(module = %module, watches = self.watches.len(), "drift: watching the release's objects");
         self.publish(&module);
@@ -523,7 +519,7 @@ impl Engine {
             if let Some(o) = self.objects.get_mut(&id)
                 && due != Due::Verify
             {
-                o.waiting = false;
+                o.fight().waiting = false;
             }
             match due {
                 Due::Verify => {
@@ -561,11 +557,12 @@ impl Engine {
         let Some(o) = self.objects.get_mut(id) else {
             return true;
         };
-        let Some(at) = o.next_allowed.filter(|at| *at > now) else {
+        let f = o.fight();
+        let Some(at) = f.next_allowed.filter(|at| *at > now) else {
             return false;
         };
-        if !o.waiting {
-            o.waiting = true;
+        if !f.waiting {
+            f.waiting = true;
             self.schedule(at, id.clone(), due, seen_at);
         }
         true
@@ -576,7 +573,7 @@ impl Engine {
         let Some((module, mode)) = self.active(&id) else {
             return;
         };
-        if self.objects.get(&id).is_none_or(|o| o.stopped)
+        if self.objects.get(&id).is_none_or(|o| o.stopped())
             || (mode == Mode::Enabled && self.backing_off(&id, Due::Check, seen_at))
         {
             return;
@@ -602,8 +599,8 @@ impl Engine {
         };
         match finding {
             Finding::InSync => {
-                if let Some(o) = self.objects.get_mut(&id) {
-                    o.reported = None;
+                if let Some(f) = self.objects.get_mut(&id).and_then(|o| o.fight.as_mut()) {
+                    f.reported = None;
                 }
             }
             Finding::Missing => self.missing(id, seen_at).await,
@@ -638,10 +635,10 @@ impl Engine {
         let Some(o) = self.objects.get_mut(id) else {
             return;
         };
-        if o.reported == Some(h) {
+        if o.fight().reported == Some(h) {
             return;
         }
-        o.reported = Some(h);
+        o.fight().reported = Some(h);
         let t = o.tracked.clone();
         self.detected(module, id, &what);
         tracing::warn!(module = %module, "drift: {what} (driftMode warn: reported, not reverted)");
@@ -669,23 +666,24 @@ impl Engine {
         let Some(o) = self.objects.get_mut(&id) else {
             return;
         };
-        if o.stopped {
+        if o.stopped() {
             return;
         }
-        while o
+        let module = o.module.clone();
+        let t = o.tracked.clone();
+        let f = o.fight();
+        while f
             .attempts
             .front()
             .is_some_and(|t| now.duration_since(*t) > limits.window)
         {
-            o.attempts.pop_front();
+            f.attempts.pop_front();
         }
-        let module = o.module.clone();
-        if o.attempts.len() >= limits.attempts {
-            o.stopped = true;
-            let t = o.tracked.clone();
+        if f.attempts.len() >= limits.attempts {
+            f.stopped = true;
             let why = format!(
                 "stopped restoring after {} attempts within {}s: {what}; something keeps undoing it. Left as it is until the module runs again",
-                o.attempts.len(),
+                f.attempts.len(),
                 limits.window.as_secs()
             );
             tracing::error!(module = %module, "drift: {}: {why}", t.key);
@@ -703,7 +701,6 @@ impl Engine {
             }
             return;
         }
-        let t = o.tracked.clone();
         if self.backing_off(&id, due, seen_at) {
             return;
         }
@@ -721,13 +718,14 @@ impl Engine {
         let Some(o) = self.objects.get_mut(&id) else {
             return;
         };
-        o.attempts.push_back(done);
-        let k = o.attempts.len() as u32;
+        let f = o.fight();
+        f.attempts.push_back(done);
+        let k = f.attempts.len() as u32;
         let wait = limits
             .first_backoff
             .saturating_mul(1u32 << (k - 1).min(16))
             .min(limits.max_backoff);
-        o.next_allowed = Some(done + wait);
+        f.next_allowed = Some(done + wait);
         match result {
             Ok(meta) => {
                 o.digest = Some(digest(&meta));
