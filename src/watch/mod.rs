@@ -99,7 +99,10 @@ fn selector_matches(selector: &str, labels: Option<&BTreeMap<String, String>>) -
         .filter(|s| !s.trim().is_empty())
         .all(|term| match term.split_once('=') {
             Some((k, v)) => {
-                let (k, v) = (k.trim().trim_end_matches('='), v.trim_start_matches('=').trim());
+                let (k, v) = (
+                    k.trim().trim_end_matches('='),
+                    v.trim_start_matches('=').trim(),
+                );
                 labels.and_then(|l| l.get(k)).is_some_and(|x| x == v)
             }
             None => labels.is_some_and(|l| l.contains_key(term.trim())),
@@ -346,14 +349,24 @@ mod tests {
 
     #[test]
     fn equality_selectors_match_as_the_server_does() {
-        let labels: BTreeMap<String, String> = [("app.kubernetes.io/managed-by", "Helm"), ("a", "1")]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let labels: BTreeMap<String, String> =
+            [("app.kubernetes.io/managed-by", "Helm"), ("a", "1")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
         assert!(selector_matches("", None));
-        assert!(selector_matches("app.kubernetes.io/managed-by=Helm", Some(&labels)));
-        assert!(selector_matches("app.kubernetes.io/managed-by==Helm,a=1", Some(&labels)));
-        assert!(!selector_matches("app.kubernetes.io/managed-by=Helm,a=2", Some(&labels)));
+        assert!(selector_matches(
+            "app.kubernetes.io/managed-by=Helm",
+            Some(&labels)
+        ));
+        assert!(selector_matches(
+            "app.kubernetes.io/managed-by==Helm,a=1",
+            Some(&labels)
+        ));
+        assert!(!selector_matches(
+            "app.kubernetes.io/managed-by=Helm,a=2",
+            Some(&labels)
+        ));
         assert!(!selector_matches("app.kubernetes.io/managed-by=Helm", None));
     }
 }
