@@ -134,6 +134,7 @@ pub fn start(
         watches,
         targets: HashMap::new(),
         listed: HashSet::new(),
+        unserved: HashSet::new(),
         modules: HashMap::new(),
         objects: HashMap::new(),
         timers: BinaryHeap::new(),
@@ -208,6 +209,11 @@ struct Engine {
     targets: HashMap<Target, u32>,
     /// Targets whose watch has listed (their objects' presence is known).
     listed: HashSet<u32>,
+    /// Targets whose kind the server stopped serving (a restore found its
+    /// CRD gone): nothing of theirs is restored until their watch lists
+    /// again, so a removed CRD makes one failed restore, not one per
+    /// object and retry.
+    unserved: HashSet<u32>,
     modules: HashMap<String, ModuleState>,
     objects: HashMap<Id, Obj>,
     timers: BinaryHeap<Reverse<Timer>>,
@@ -430,7 +436,7 @@ impl Engine {
     fn active(&self, id: &Id) -> Option<(Arc<str>, Mode)> {
         let o = self.objects.get(id)?;
         let st = self.modules.get(&*o.module)?;
-        (!st.suspended && st.settings.mode != Mode::Disabled)
+        (!st.suspended && st.settings.mode != Mode::Disabled && !self.unserved.contains(&id.0))
             .then(|| (o.module.clone(), st.settings.mode))
     }
 
@@ -479,6 +485,12 @@ impl Engine {
                 };
                 if self.listed.insert(tid) {
                     tracing::info!(target = %target, objects = names.len(), "drift: released objects listed");
+                }
+                if self.unserved.remove(&tid) {
+                    tracing::info!(target = %target, "drift: the kind is served again; restoring what is missing");
+                    for (_, o) in self.objects.iter_mut().filter(|((t, _), _)| *t == tid) {
+                        o.fight = None;
+                    }
                 }
                 let ids: Vec<Id> = self
                     .objects
@@ -753,6 +765,11 @@ impl Engine {
                     .await
                 {
                     tracing::debug!("drift: event: {e}");
+                }
+            }
+            Err(e) if super::kind_gone(&e) => {
+                if self.unserved.insert(id.0) {
+                    tracing::warn!(module = %module, "drift: {what}: not restored: {e}; the kind is not served (its CRD removed?): its objects are left until it is served again");
                 }
             }
             Err(e) => {
