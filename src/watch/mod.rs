@@ -10,7 +10,7 @@
 //! or changes (resourceVersion, uid, labels, managedFields), its last
 //! one when it is deleted, and after every (re)list the names listed,
 //! so what disappeared while a watch was broken is seen too. A kind the
-//! server stops serving (its CRD removed) makes the watch retry with
+//! server stops serving (its CRD removed) makes the watch start afresh with
 //! backoff, reported once, and its next list tells what is gone.
 //!
 //! Memory: an object's metadata is cut down to a [`Meta`] (name, uid, the
@@ -242,6 +242,11 @@ impl Watches {
     }
 }
 
+/// The first wait before a watch of a kind the server does not serve is
+/// started again, and the longest.
+const UNSERVED_FIRST_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+const UNSERVED_MAX_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// One watch: metadata-only, relisting with backoff after errors; only
 /// subscribed names pass.
 async fn run_watch(
@@ -262,7 +267,16 @@ async fn run_watch(
     if !target.label_selector.is_empty() {
         config = config.labels(&target.label_selector);
     }
-    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+    let start = || {
+        watcher::watcher(api.clone(), config.clone())
+            .default_backoff()
+            .boxed()
+    };
+    let mut stream = start();
+    // While the kind is not served, the watch is started afresh (after this
+    // wait, doubling) rather than resumed: its first list once the kind is
+    // back is what tells the subscriber what went with it.
+    let mut unserved_wait = UNSERVED_FIRST_WAIT;
     let wanted = |name: &Option<String>| {
         name.as_ref()
             .is_some_and(|n| names.borrow().contains(n.as_str()))
@@ -280,6 +294,9 @@ async fn run_watch(
         let ev = match ev {
             Ok(ev) => ev,
             Err(e) => {
+                let unserved = matches!(&e,
+                    watcher::Error::InitialListFailed(k) | watcher::Error::WatchStartFailed(k)
+                        if crate::cluster::is_not_found(k));
                 if !failing {
                     let why = match &e {
                         watcher::Error::InitialListFailed(k)
@@ -296,12 +313,22 @@ async fn run_watch(
                     tracing::warn!(target = %target, "watch of released objects failing, retrying with backoff: {why}");
                 }
                 failing = true;
+                if unserved {
+                    tokio::select! {
+                        _ = token.cancelled() => return,
+                        _ = tokio::time::sleep(unserved_wait) => {}
+                    }
+                    unserved_wait = (unserved_wait * 2).min(UNSERVED_MAX_WAIT);
+                    stream = start();
+                    listing = None;
+                }
                 continue;
             }
         };
         if failing {
             tracing::info!(target = %target, "watch of released objects working again");
             failing = false;
+            unserved_wait = UNSERVED_FIRST_WAIT;
         }
         // Only the summary leaves this task; the decoded object (and with
         // it the page it came from) is dropped here.

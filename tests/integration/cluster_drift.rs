@@ -501,7 +501,10 @@ async fn released_custom_resources_wait_for_their_removed_crd_and_come_back_with
     assert!(log.contains("served again"), "{log}");
     assert_eq!(module_runs(&log, "shop"), 1, "{log}");
     assert_eq!(
-        antiopa::release::history(&c, "shop", NS).await.unwrap().len(),
+        antiopa::release::history(&c, "shop", NS)
+            .await
+            .unwrap()
+            .len(),
         1
     );
 }
