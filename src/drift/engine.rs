@@ -135,6 +135,8 @@ pub fn start(
         targets: HashMap::new(),
         listed: HashSet::new(),
         unserved: HashSet::new(),
+        jobs: tokio::task::JoinSet::new(),
+        slots: Arc::new(tokio::sync::Semaphore::new(CONCURRENT_RESTORES)),
         modules: HashMap::new(),
         objects: HashMap::new(),
         timers: BinaryHeap::new(),
@@ -173,6 +175,25 @@ struct Fight {
     reported: Option<u64>,
     /// A backoff timer is pending.
     waiting: bool,
+    /// A restore is under way.
+    in_flight: bool,
+    /// Another was asked for meanwhile (seen at).
+    again: Option<Instant>,
+}
+
+/// Restores run at most this many at a time, so one hung request does not
+/// hold up the others.
+const CONCURRENT_RESTORES: usize = 4;
+
+/// A restore's outcome, back on the engine's task.
+struct Restored {
+    id: Id,
+    seen_at: Instant,
+    due: Due,
+    what: String,
+    tracked: Tracked,
+    done: Instant,
+    result: Result<ObjectMeta, super::DriftError>,
 }
 
 impl Obj {
@@ -214,6 +235,9 @@ struct Engine {
     /// again, so a removed CRD makes one failed restore, not one per
     /// object and retry.
     unserved: HashSet<u32>,
+    /// Restores under way.
+    jobs: tokio::task::JoinSet<Restored>,
+    slots: Arc<tokio::sync::Semaphore>,
     modules: HashMap<String, ModuleState>,
     objects: HashMap<Id, Obj>,
     timers: BinaryHeap<Reverse<Timer>>,
@@ -272,6 +296,11 @@ impl Engine {
                     None => return,
                 },
                 Some(s) = seen.recv() => self.seen(s).await,
+                Some(r) = self.jobs.join_next(), if !self.jobs.is_empty() => {
+                    if let Ok(r) = r {
+                        self.restored(r);
+                    }
+                }
                 _ = tokio::time::sleep_until(next.unwrap_or(far)), if next.is_some() => {
                     self.fire_due().await;
                 }
@@ -725,8 +754,60 @@ impl Engine {
             .get(&*module)
             .map(|st| st.settings.ignored_paths(&t.api_version, &t.key))
             .unwrap_or_default();
-        let result = self.writes.restore(&t, force, &ignored).await;
-        let done = Instant::now();
+        // Per object one restore at a time; one asked for meanwhile runs
+        // after it (as a check: the object may be back by then).
+        let Some(o) = self.objects.get_mut(&id) else {
+            return;
+        };
+        let f = o.fight();
+        if f.in_flight {
+            f.again = Some(seen_at);
+            return;
+        }
+        f.in_flight = true;
+        let writes = self.writes.clone();
+        let slots = self.slots.clone();
+        self.jobs.spawn(async move {
+            let _slot = slots.acquire_owned().await;
+            let result = writes.restore(&t, force, &ignored).await;
+            Restored {
+                id,
+                seen_at,
+                due,
+                what,
+                tracked: t,
+                done: Instant::now(),
+                result,
+            }
+        });
+    }
+
+    /// A restore's answer.
+    fn restored(&mut self, r: Restored) {
+        let Restored {
+            id,
+            seen_at,
+            due,
+            what,
+            tracked: t,
+            done,
+            result,
+        } = r;
+        let limits = self.limits;
+        let Some(o) = self.objects.get_mut(&id) else {
+            return;
+        };
+        let module = o.module.clone();
+        let f = o.fight();
+        f.in_flight = false;
+        if let Some(again) = f.again.take() {
+            let due = if due == Due::Restore {
+                Due::Verify
+            } else {
+                due
+            };
+            self.schedule(done, id.clone(), due, again);
+        }
         let Some(o) = self.objects.get_mut(&id) else {
             return;
         };
@@ -753,19 +834,17 @@ impl Engine {
                     "drift: {what}: restored"
                 );
                 self.publish(&module);
-                if let Err(e) = self
-                    .writes
-                    .event(
-                        &t,
-                        meta.uid.as_deref(),
-                        false,
-                        "DriftRestored",
-                        &format!("{what}: restored by antiopa"),
-                    )
-                    .await
-                {
-                    tracing::debug!("drift: event: {e}");
-                }
+                let writes = self.writes.clone();
+                tokio::spawn(async move {
+                    let message = format!("{what}: restored by antiopa");
+                    let uid = meta.uid.as_deref();
+                    if let Err(e) = writes
+                        .event(&t, uid, false, "DriftRestored", &message)
+                        .await
+                    {
+                        tracing::debug!("drift: event: {e}");
+                    }
+                });
             }
             Err(e) if super::kind_gone(&e) => {
                 if self.unserved.insert(id.0) {

@@ -325,7 +325,8 @@ async fn run_watch(
                 continue;
             }
         };
-        if failing {
+        // A fresh watcher says Init before its list is even asked for.
+        if failing && !matches!(ev, Event::Init) {
             tracing::info!(target = %target, "watch of released objects working again");
             failing = false;
             unserved_wait = UNSERVED_FIRST_WAIT;
