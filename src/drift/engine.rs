@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Finding, Metrics, Mode, ModuleDrift, Settings, Tracked, Writes, check_object};
 use crate::apply::FIELD_MANAGER;
 use crate::apply::ownership::{MANAGED_BY, MANAGED_BY_HELM};
-use crate::watch::{Seen, Target, Watches};
+use crate::watch::{Meta, Seen, Target, Watches};
 
 /// How hard antiopa fights for an object.
 #[derive(Clone, Copy, Debug)]
@@ -125,7 +125,7 @@ pub fn start(
     shutdown: CancellationToken,
 ) -> Handle {
     let (tx, rx) = mpsc::unbounded_channel();
-    let (watches, seen) = Watches::new(writes.cluster().clone(), shutdown.clone());
+    let (watches, seen) = Watches::new(writes.cluster().clone(), shutdown.clone(), digest);
     let engine = Engine {
         writes,
         metrics,
@@ -134,6 +134,9 @@ pub fn start(
         watches,
         targets: HashMap::new(),
         listed: HashSet::new(),
+        unserved: HashSet::new(),
+        jobs: tokio::task::JoinSet::new(),
+        slots: Arc::new(tokio::sync::Semaphore::new(CONCURRENT_RESTORES)),
         modules: HashMap::new(),
         objects: HashMap::new(),
         timers: BinaryHeap::new(),
@@ -155,6 +158,14 @@ struct Obj {
     /// Digest of our managedFields entry and the uid, as last seen.
     digest: Option<u64>,
     present: bool,
+    /// Only for objects drift acted on since the last refresh: most
+    /// objects never drift, and this is kept per watched object.
+    fight: Option<Box<Fight>>,
+}
+
+/// What drift remembers of acting on one object, until the next refresh.
+#[derive(Default)]
+struct Fight {
     /// Restores within the window.
     attempts: VecDeque<Instant>,
     next_allowed: Option<Instant>,
@@ -164,13 +175,41 @@ struct Obj {
     reported: Option<u64>,
     /// A backoff timer is pending.
     waiting: bool,
+    /// A restore is under way.
+    in_flight: bool,
+    /// Another was asked for meanwhile (seen at).
+    again: Option<Instant>,
+}
+
+/// Restores run at most this many at a time, so one hung request does not
+/// hold up the others.
+const CONCURRENT_RESTORES: usize = 4;
+
+/// A restore's outcome, back on the engine's task.
+struct Restored {
+    id: Id,
+    seen_at: Instant,
+    due: Due,
+    what: String,
+    tracked: Tracked,
+    done: Instant,
+    result: Result<ObjectMeta, super::DriftError>,
+}
+
+impl Obj {
+    fn fight(&mut self) -> &mut Fight {
+        self.fight.get_or_insert_with(Default::default)
+    }
+
+    fn stopped(&self) -> bool {
+        self.fight.as_ref().is_some_and(|f| f.stopped)
+    }
 }
 
 struct ModuleState {
     settings: Settings,
     suspended: bool,
     drift: ModuleDrift,
-    ids: Vec<Id>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -191,6 +230,14 @@ struct Engine {
     targets: HashMap<Target, u32>,
     /// Targets whose watch has listed (their objects' presence is known).
     listed: HashSet<u32>,
+    /// Targets whose kind the server stopped serving (a restore found its
+    /// CRD gone): nothing of theirs is restored until their watch lists
+    /// again, so a removed CRD makes one failed restore, not one per
+    /// object and retry.
+    unserved: HashSet<u32>,
+    /// Restores under way.
+    jobs: tokio::task::JoinSet<Restored>,
+    slots: Arc<tokio::sync::Semaphore>,
     modules: HashMap<String, ModuleState>,
     objects: HashMap<Id, Obj>,
     timers: BinaryHeap<Reverse<Timer>>,
@@ -249,6 +296,11 @@ impl Engine {
                     None => return,
                 },
                 Some(s) = seen.recv() => self.seen(s).await,
+                Some(r) = self.jobs.join_next(), if !self.jobs.is_empty() => {
+                    if let Ok(r) = r {
+                        self.restored(r);
+                    }
+                }
                 _ = tokio::time::sleep_until(next.unwrap_or(far)), if next.is_some() => {
                     self.fire_due().await;
                 }
@@ -291,11 +343,7 @@ impl Engine {
 
     /// Drops every object of `module` and its watch subscriptions.
     fn forget(&mut self, module: &str) {
-        if let Some(st) = self.modules.get_mut(module) {
-            for id in std::mem::take(&mut st.ids) {
-                self.objects.remove(&id);
-            }
-        }
+        self.objects.retain(|_, o| *o.module != *module);
         self.watches.unsubscribe_all(module);
         self.forget_stopped_watches();
     }
@@ -317,7 +365,6 @@ impl Engine {
             settings: settings.clone(),
             suspended: false,
             drift: ModuleDrift::default(),
-            ids: Vec::new(),
         });
         st.settings = settings;
         st.suspended = false;
@@ -351,11 +398,7 @@ impl Engine {
                 Some(o) if *o.module != *module => continue,
                 Some(o) => {
                     o.tracked = t;
-                    o.attempts.clear();
-                    o.next_allowed = None;
-                    o.stopped = false;
-                    o.reported = None;
-                    o.waiting = false;
+                    o.fight = None;
                     if !o.present {
                         fresh.push(id);
                     }
@@ -368,11 +411,7 @@ impl Engine {
                             tracked: t,
                             digest: None,
                             present: false,
-                            attempts: VecDeque::new(),
-                            next_allowed: None,
-                            stopped: false,
-                            reported: None,
-                            waiting: false,
+                            fight: None,
                         },
                     );
                     fresh.push(id);
@@ -380,16 +419,8 @@ impl Engine {
             }
         }
         // Objects the new release no longer has (pruned by the run).
-        let old = self
-            .modules
-            .get_mut(&module)
-            .map(|st| std::mem::take(&mut st.ids))
-            .unwrap_or_default();
-        for id in old {
-            if !wanted.contains(&id) {
-                self.objects.remove(&id);
-            }
-        }
+        self.objects
+            .retain(|id, o| *o.module != *module || wanted.contains(id));
         let subscribed: BTreeSet<Target> = by_target.keys().cloned().collect();
         let stale: Vec<Target> = self
             .targets
@@ -404,10 +435,11 @@ impl Engine {
             self.watches.subscribe(&t, &module, names);
         }
         self.forget_stopped_watches();
-        let ids: Vec<Id> = wanted
-            .into_iter()
-            .filter(|id| self.objects.get(id).is_some_and(|o| *o.module == *module))
-            .collect();
+        let count = wanted
+            .iter()
+            .filter(|id| self.objects.get(*id).is_some_and(|o| *o.module == *module))
+            .count();
+        drop(wanted);
         // A new watch's list tells which objects exist; on a watch that
         // listed before, an object not seen yet is looked up a little later.
         let now = Instant::now();
@@ -417,16 +449,15 @@ impl Engine {
             }
         }
         if let Some(st) = self.modules.get_mut(&module) {
-            st.drift.objects = ids.len();
-            st.ids = ids;
+            st.drift.objects = count;
         }
         tracing::debug!(module = %module, watches = self.watches.len(), "drift: watching the release's objects");
         self.publish(&module);
     }
 
-    fn id_of(&self, target: &Target, meta: &ObjectMeta) -> Option<Id> {
+    fn id_of(&self, target: &Target, meta: &Meta) -> Option<Id> {
         let tid = *self.targets.get(target)?;
-        let id = (tid, meta.name.clone()?);
+        let id = (tid, meta.name.clone());
         self.objects.contains_key(&id).then_some(id)
     }
 
@@ -434,7 +465,7 @@ impl Engine {
     fn active(&self, id: &Id) -> Option<(Arc<str>, Mode)> {
         let o = self.objects.get(id)?;
         let st = self.modules.get(&*o.module)?;
-        (!st.suspended && st.settings.mode != Mode::Disabled)
+        (!st.suspended && st.settings.mode != Mode::Disabled && !self.unserved.contains(&id.0))
             .then(|| (o.module.clone(), st.settings.mode))
     }
 
@@ -445,7 +476,7 @@ impl Engine {
                 let Some(id) = self.id_of(&target, &meta) else {
                     return;
                 };
-                let d = digest(&meta);
+                let d = meta.digest;
                 let Some(o) = self.objects.get_mut(&id) else {
                     return;
                 };
@@ -462,12 +493,7 @@ impl Engine {
                 let Some(id) = self.id_of(&target, &meta) else {
                     return;
                 };
-                let relabelled = meta
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get(MANAGED_BY))
-                    .is_none_or(|v| v != MANAGED_BY_HELM)
-                    && meta.deletion_timestamp.is_none();
+                let relabelled = !meta.selected && !meta.deleting;
                 if let Some(o) = self.objects.get_mut(&id) {
                     o.present = false;
                     o.digest = None;
@@ -488,6 +514,12 @@ impl Engine {
                 };
                 if self.listed.insert(tid) {
                     tracing::info!(target = %target, objects = names.len(), "drift: released objects listed");
+                }
+                if self.unserved.remove(&tid) {
+                    tracing::info!(target = %target, "drift: the kind is served again; restoring what is missing");
+                    for (_, o) in self.objects.iter_mut().filter(|((t, _), _)| *t == tid) {
+                        o.fight = None;
+                    }
                 }
                 let ids: Vec<Id> = self
                     .objects
@@ -528,7 +560,7 @@ impl Engine {
             if let Some(o) = self.objects.get_mut(&id)
                 && due != Due::Verify
             {
-                o.waiting = false;
+                o.fight().waiting = false;
             }
             match due {
                 Due::Verify => {
@@ -566,11 +598,12 @@ impl Engine {
         let Some(o) = self.objects.get_mut(id) else {
             return true;
         };
-        let Some(at) = o.next_allowed.filter(|at| *at > now) else {
+        let f = o.fight();
+        let Some(at) = f.next_allowed.filter(|at| *at > now) else {
             return false;
         };
-        if !o.waiting {
-            o.waiting = true;
+        if !f.waiting {
+            f.waiting = true;
             self.schedule(at, id.clone(), due, seen_at);
         }
         true
@@ -581,7 +614,7 @@ impl Engine {
         let Some((module, mode)) = self.active(&id) else {
             return;
         };
-        if self.objects.get(&id).is_none_or(|o| o.stopped)
+        if self.objects.get(&id).is_none_or(|o| o.stopped())
             || (mode == Mode::Enabled && self.backing_off(&id, Due::Check, seen_at))
         {
             return;
@@ -607,8 +640,8 @@ impl Engine {
         };
         match finding {
             Finding::InSync => {
-                if let Some(o) = self.objects.get_mut(&id) {
-                    o.reported = None;
+                if let Some(f) = self.objects.get_mut(&id).and_then(|o| o.fight.as_mut()) {
+                    f.reported = None;
                 }
             }
             Finding::Missing => self.missing(id, seen_at).await,
@@ -643,10 +676,10 @@ impl Engine {
         let Some(o) = self.objects.get_mut(id) else {
             return;
         };
-        if o.reported == Some(h) {
+        if o.fight().reported == Some(h) {
             return;
         }
-        o.reported = Some(h);
+        o.fight().reported = Some(h);
         let t = o.tracked.clone();
         self.detected(module, id, &what);
         tracing::warn!(module = %module, "drift: {what} (driftMode warn: reported, not reverted)");
@@ -674,23 +707,24 @@ impl Engine {
         let Some(o) = self.objects.get_mut(&id) else {
             return;
         };
-        if o.stopped {
+        if o.stopped() {
             return;
         }
-        while o
+        let module = o.module.clone();
+        let t = o.tracked.clone();
+        let f = o.fight();
+        while f
             .attempts
             .front()
             .is_some_and(|t| now.duration_since(*t) > limits.window)
         {
-            o.attempts.pop_front();
+            f.attempts.pop_front();
         }
-        let module = o.module.clone();
-        if o.attempts.len() >= limits.attempts {
-            o.stopped = true;
-            let t = o.tracked.clone();
+        if f.attempts.len() >= limits.attempts {
+            f.stopped = true;
             let why = format!(
                 "stopped restoring after {} attempts within {}s: {what}; something keeps undoing it. Left as it is until the module runs again",
-                o.attempts.len(),
+                f.attempts.len(),
                 limits.window.as_secs()
             );
             tracing::error!(module = %module, "drift: {}: {why}", t.key);
@@ -708,7 +742,6 @@ impl Engine {
             }
             return;
         }
-        let t = o.tracked.clone();
         if self.backing_off(&id, due, seen_at) {
             return;
         }
@@ -721,18 +754,71 @@ impl Engine {
             .get(&*module)
             .map(|st| st.settings.ignored_paths(&t.api_version, &t.key))
             .unwrap_or_default();
-        let result = self.writes.restore(&t, force, &ignored).await;
-        let done = Instant::now();
+        // Per object one restore at a time; one asked for meanwhile runs
+        // after it (as a check: the object may be back by then).
         let Some(o) = self.objects.get_mut(&id) else {
             return;
         };
-        o.attempts.push_back(done);
-        let k = o.attempts.len() as u32;
+        let f = o.fight();
+        if f.in_flight {
+            f.again = Some(seen_at);
+            return;
+        }
+        f.in_flight = true;
+        let writes = self.writes.clone();
+        let slots = self.slots.clone();
+        self.jobs.spawn(async move {
+            let _slot = slots.acquire_owned().await;
+            let result = writes.restore(&t, force, &ignored).await;
+            Restored {
+                id,
+                seen_at,
+                due,
+                what,
+                tracked: t,
+                done: Instant::now(),
+                result,
+            }
+        });
+    }
+
+    /// A restore's answer.
+    fn restored(&mut self, r: Restored) {
+        let Restored {
+            id,
+            seen_at,
+            due,
+            what,
+            tracked: t,
+            done,
+            result,
+        } = r;
+        let limits = self.limits;
+        let Some(o) = self.objects.get_mut(&id) else {
+            return;
+        };
+        let module = o.module.clone();
+        let f = o.fight();
+        f.in_flight = false;
+        if let Some(again) = f.again.take() {
+            let due = if due == Due::Restore {
+                Due::Verify
+            } else {
+                due
+            };
+            self.schedule(done, id.clone(), due, again);
+        }
+        let Some(o) = self.objects.get_mut(&id) else {
+            return;
+        };
+        let f = o.fight();
+        f.attempts.push_back(done);
+        let k = f.attempts.len() as u32;
         let wait = limits
             .first_backoff
             .saturating_mul(1u32 << (k - 1).min(16))
             .min(limits.max_backoff);
-        o.next_allowed = Some(done + wait);
+        f.next_allowed = Some(done + wait);
         match result {
             Ok(meta) => {
                 o.digest = Some(digest(&meta));
@@ -748,18 +834,21 @@ impl Engine {
                     "drift: {what}: restored"
                 );
                 self.publish(&module);
-                if let Err(e) = self
-                    .writes
-                    .event(
-                        &t,
-                        meta.uid.as_deref(),
-                        false,
-                        "DriftRestored",
-                        &format!("{what}: restored by antiopa"),
-                    )
-                    .await
-                {
-                    tracing::debug!("drift: event: {e}");
+                let writes = self.writes.clone();
+                tokio::spawn(async move {
+                    let message = format!("{what}: restored by antiopa");
+                    let uid = meta.uid.as_deref();
+                    if let Err(e) = writes
+                        .event(&t, uid, false, "DriftRestored", &message)
+                        .await
+                    {
+                        tracing::debug!("drift: event: {e}");
+                    }
+                });
+            }
+            Err(e) if super::kind_gone(&e) => {
+                if self.unserved.insert(id.0) {
+                    tracing::warn!(module = %module, "drift: {what}: not restored: {e}; the kind is not served (its CRD removed?): its objects are left until it is served again");
                 }
             }
             Err(e) => {

@@ -375,6 +375,21 @@ impl Change {
     }
 }
 
+/// Whether a write failed because the server does not serve the kind (any
+/// more): 404 for an unknown resource, or 405 while its CRD is terminating.
+/// A missing namespace or object is a different 404.
+pub(crate) fn kind_gone(e: &DriftError) -> bool {
+    let DriftError::Api {
+        source: kube::Error::Api(s),
+        ..
+    } = e
+    else {
+        return false;
+    };
+    s.code == 405
+        || (s.code == 404 && s.message == "the server could not find the requested resource")
+}
+
 fn dry_run_params(force: bool) -> PatchParams {
     let mut pp = PatchParams::apply(FIELD_MANAGER).dry_run();
     if force {

@@ -6,12 +6,18 @@
 //! with the first name on its (resource, namespace), is shared by every
 //! subscriber asking for the same one, and ends with the last name.
 //!
-//! Events reach one channel: an object's metadata each time it is listed
+//! Events reach one channel: an object's [`Meta`] each time it is listed
 //! or changes (resourceVersion, uid, labels, managedFields), its last
-//! metadata when it is deleted, and after every (re)list the names listed,
+//! one when it is deleted, and after every (re)list the names listed,
 //! so what disappeared while a watch was broken is seen too. A kind the
-//! server stops serving (its CRD removed) makes the watch retry with
+//! server stops serving (its CRD removed) makes the watch start afresh with
 //! backoff, reported once, and its next list tells what is gone.
+//!
+//! Memory: an object's metadata is cut down to a [`Meta`] (name, uid, the
+//! subscriber's digest, two flags) on the watch's task, as soon as it is
+//! decoded, so neither the channel nor a subscriber ever holds the full
+//! `ObjectMeta` (managedFields are most of it); list pages are dropped as
+//! they are consumed.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
@@ -19,6 +25,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject};
 use kube::core::{ApiResource, ObjectMeta, PartialObjectMeta};
+
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::{mpsc, watch};
@@ -55,14 +62,61 @@ impl std::fmt::Display for Target {
     }
 }
 
+/// Digests an object's metadata for a subscriber (what of it counts as a
+/// change is the subscriber's business).
+pub type Digest = fn(&ObjectMeta) -> u64;
+
+/// What a watch passes on of an object's metadata.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Meta {
+    pub name: String,
+    pub uid: Option<String>,
+    /// The subscribers' [`Digest`] of the metadata.
+    pub digest: u64,
+    /// Its labels still match the watch's selector (a DELETED event for an
+    /// object that no longer does means relabelled, not gone).
+    pub selected: bool,
+    /// It has a deletionTimestamp.
+    pub deleting: bool,
+}
+
+impl Meta {
+    fn of(meta: &ObjectMeta, target: &Target, digest: Digest) -> Option<Meta> {
+        Some(Meta {
+            name: meta.name.clone()?,
+            uid: meta.uid.clone(),
+            digest: digest(meta),
+            selected: selector_matches(&target.label_selector, meta.labels.as_ref()),
+            deleting: meta.deletion_timestamp.is_some(),
+        })
+    }
+}
+
+/// Whether `labels` match an equality selector (`a=b,c=d`; empty: all).
+fn selector_matches(selector: &str, labels: Option<&BTreeMap<String, String>>) -> bool {
+    selector
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .all(|term| match term.split_once('=') {
+            Some((k, v)) => {
+                let (k, v) = (
+                    k.trim().trim_end_matches('='),
+                    v.trim_start_matches('=').trim(),
+                );
+                labels.and_then(|l| l.get(k)).is_some_and(|x| x == v)
+            }
+            None => labels.is_some_and(|l| l.contains_key(term.trim())),
+        })
+}
+
 /// What a watch saw.
 #[derive(Debug)]
 pub enum Seen {
     /// A subscribed object as listed, created or changed.
-    Applied(Arc<Target>, ObjectMeta),
+    Applied(Arc<Target>, Meta),
     /// A subscribed object deleted (or no longer matching the selector):
     /// its last metadata.
-    Deleted(Arc<Target>, ObjectMeta),
+    Deleted(Arc<Target>, Meta),
     /// A (re)list ended: the subscribed names it held. Subscribed objects
     /// not among them are gone.
     Listed(Arc<Target>, HashSet<String>),
@@ -83,14 +137,17 @@ pub struct Watches {
     shutdown: CancellationToken,
     tx: mpsc::UnboundedSender<Seen>,
     running: BTreeMap<Target, Running>,
+    digest: Digest,
 }
 
 impl Watches {
-    /// No watches yet; what they see arrives on the receiver. Every watch
-    /// ends when `shutdown` fires.
+    /// No watches yet; what they see arrives on the receiver, each object's
+    /// metadata summed up by `digest`. Every watch ends when `shutdown`
+    /// fires.
     pub fn new(
         cluster: Cluster,
         shutdown: CancellationToken,
+        digest: Digest,
     ) -> (Watches, mpsc::UnboundedReceiver<Seen>) {
         let (tx, rx) = mpsc::unbounded_channel();
         (
@@ -99,6 +156,7 @@ impl Watches {
                 shutdown,
                 tx,
                 running: BTreeMap::new(),
+                digest,
             },
             rx,
         )
@@ -140,6 +198,7 @@ impl Watches {
                 names_rx,
                 self.tx.clone(),
                 token.clone(),
+                self.digest,
             ));
             tracing::debug!(target = %target, "watch started");
             self.running.insert(
@@ -183,6 +242,11 @@ impl Watches {
     }
 }
 
+/// The first wait before a watch of a kind the server does not serve is
+/// started again, and the longest.
+const UNSERVED_FIRST_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+const UNSERVED_MAX_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// One watch: metadata-only, relisting with backoff after errors; only
 /// subscribed names pass.
 async fn run_watch(
@@ -191,6 +255,7 @@ async fn run_watch(
     names: watch::Receiver<Arc<HashSet<String>>>,
     tx: mpsc::UnboundedSender<Seen>,
     token: CancellationToken,
+    digest: Digest,
 ) {
     let ar = target.resource();
     let client = cluster.client().clone();
@@ -202,7 +267,16 @@ async fn run_watch(
     if !target.label_selector.is_empty() {
         config = config.labels(&target.label_selector);
     }
-    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+    let start = || {
+        watcher::watcher(api.clone(), config.clone())
+            .default_backoff()
+            .boxed()
+    };
+    let mut stream = start();
+    // While the kind is not served, the watch is started afresh (after this
+    // wait, doubling) rather than resumed: its first list once the kind is
+    // back is what tells the subscriber what went with it.
+    let mut unserved_wait = UNSERVED_FIRST_WAIT;
     let wanted = |name: &Option<String>| {
         name.as_ref()
             .is_some_and(|n| names.borrow().contains(n.as_str()))
@@ -220,6 +294,9 @@ async fn run_watch(
         let ev = match ev {
             Ok(ev) => ev,
             Err(e) => {
+                let unserved = matches!(&e,
+                    watcher::Error::InitialListFailed(k) | watcher::Error::WatchStartFailed(k)
+                        if crate::cluster::is_not_found(k));
                 if !failing {
                     let why = match &e {
                         watcher::Error::InitialListFailed(k)
@@ -236,42 +313,88 @@ async fn run_watch(
                     tracing::warn!(target = %target, "watch of released objects failing, retrying with backoff: {why}");
                 }
                 failing = true;
+                if unserved {
+                    tokio::select! {
+                        _ = token.cancelled() => return,
+                        _ = tokio::time::sleep(unserved_wait) => {}
+                    }
+                    unserved_wait = (unserved_wait * 2).min(UNSERVED_MAX_WAIT);
+                    stream = start();
+                    listing = None;
+                }
                 continue;
             }
         };
-        if failing {
+        // A fresh watcher says Init before its list is even asked for.
+        if failing && !matches!(ev, Event::Init) {
             tracing::info!(target = %target, "watch of released objects working again");
             failing = false;
+            unserved_wait = UNSERVED_FIRST_WAIT;
         }
+        // Only the summary leaves this task; the decoded object (and with
+        // it the page it came from) is dropped here.
+        let meta = |o: &PartialObjectMeta<DynamicObject>| {
+            wanted(&o.metadata.name)
+                .then(|| Meta::of(&o.metadata, &target, digest))
+                .flatten()
+        };
         let sent = match ev {
             Event::Init => {
                 listing = Some(HashSet::new());
                 Ok(())
             }
-            Event::InitApply(o) => {
-                if wanted(&o.metadata.name) {
-                    if let (Some(l), Some(n)) = (listing.as_mut(), o.metadata.name.clone()) {
-                        l.insert(n);
+            Event::InitApply(o) => match meta(&o) {
+                Some(m) => {
+                    if let Some(l) = listing.as_mut() {
+                        l.insert(m.name.clone());
                     }
-                    tx.send(Seen::Applied(target.clone(), o.metadata))
-                } else {
-                    Ok(())
+                    tx.send(Seen::Applied(target.clone(), m))
                 }
-            }
+                None => Ok(()),
+            },
             Event::InitDone => {
                 let listed = listing.take().unwrap_or_default();
                 tx.send(Seen::Listed(target.clone(), listed))
             }
-            Event::Apply(o) if wanted(&o.metadata.name) => {
-                tx.send(Seen::Applied(target.clone(), o.metadata))
-            }
-            Event::Delete(o) if wanted(&o.metadata.name) => {
-                tx.send(Seen::Deleted(target.clone(), o.metadata))
-            }
-            Event::Apply(_) | Event::Delete(_) => Ok(()),
+            Event::Apply(o) => match meta(&o) {
+                Some(m) => tx.send(Seen::Applied(target.clone(), m)),
+                None => Ok(()),
+            },
+            Event::Delete(o) => match meta(&o) {
+                Some(m) => tx.send(Seen::Deleted(target.clone(), m)),
+                None => Ok(()),
+            },
         };
         if sent.is_err() {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equality_selectors_match_as_the_server_does() {
+        let labels: BTreeMap<String, String> =
+            [("app.kubernetes.io/managed-by", "Helm"), ("a", "1")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        assert!(selector_matches("", None));
+        assert!(selector_matches(
+            "app.kubernetes.io/managed-by=Helm",
+            Some(&labels)
+        ));
+        assert!(selector_matches(
+            "app.kubernetes.io/managed-by==Helm,a=1",
+            Some(&labels)
+        ));
+        assert!(!selector_matches(
+            "app.kubernetes.io/managed-by=Helm,a=2",
+            Some(&labels)
+        ));
+        assert!(!selector_matches("app.kubernetes.io/managed-by=Helm", None));
     }
 }

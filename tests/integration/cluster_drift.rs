@@ -400,3 +400,115 @@ async fn a_controller_fighting_a_field_is_given_up_after_the_limit_with_one_mess
     );
     assert_eq!(events(&s, "DriftRestoreStopped", "fight-cm").len(), 1);
 }
+
+const WIDGET_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+"#;
+
+const WIDGETS: &str = r#"apiVersion: example.com/v1
+kind: Widget
+metadata:
+  name: w1
+spec:
+  size: 1
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata:
+  name: w2
+spec:
+  size: 2
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: plain
+data:
+  a: "1"
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn released_custom_resources_wait_for_their_removed_crd_and_come_back_with_it_against_fake_apiserver()
+ {
+    let s = serve().await;
+    let kc = &s.kubeconfig;
+    let dir = tempfile::tempdir().unwrap();
+    let (modules, global) = tree(dir.path(), &[("shop", "shop: {}\n", WIDGETS)]);
+    let crds = modules.join("010-shop/crds");
+    std::fs::create_dir_all(&crds).unwrap();
+    std::fs::write(crds.join("widget.yaml"), WIDGET_CRD).unwrap();
+    prepare(kc, None).await;
+    let op = Operator::start(kc, &modules, &global, &dir.path().join("op.log"), &[]);
+    let c = cluster(kc).await;
+    eventually(Duration::from_secs(30), "shop deployed", || async {
+        last(&c, "shop").await.is_some_and(|r| r.version == 1)
+    })
+    .await;
+    eventually(Duration::from_secs(10), "drift watching", || async {
+        op.log().contains("converged")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let widget = |name: &str| s.fake.get("example.com/v1/widgets", Some(NS), name);
+    assert!(widget("w1").is_some() && widget("w2").is_some());
+
+    // The CRD goes, and its custom resources with it.
+    kubectl(kc, &["delete", "crd", "widgets.example.com"]).await;
+    assert!(widget("w1").is_none() && widget("w2").is_none());
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let log = op.log();
+    assert!(
+        log.matches("not restored").count() <= 1,
+        "one failed restore at most, not one per object: {log}"
+    );
+    assert!(!log.contains("restore failed"), "no retries: {log}");
+    assert!(!log.contains("stopped restoring"), "{log}");
+    assert!(events(&s, "DriftRestoreStopped", "w1").is_empty());
+    // Drift of the release's other objects goes on meanwhile.
+    let uid = cm(&s, "plain").unwrap()["metadata"]["uid"].clone();
+    kubectl(kc, &["-n", NS, "delete", "configmap", "plain"]).await;
+    timed(Duration::from_secs(10), "plain restored", || {
+        cm(&s, "plain").is_some_and(|o| o["metadata"]["uid"] != uid)
+    })
+    .await;
+
+    // The CRD comes back: its watch lists again and the custom resources
+    // are restored, without a module run.
+    let file = dir.path().join("crd.yaml");
+    std::fs::write(&file, WIDGET_CRD).unwrap();
+    kubectl(kc, &["apply", "-f", file.to_str().unwrap()]).await;
+    let took = timed(Duration::from_secs(90), "widgets restored", || {
+        widget("w1").is_some() && widget("w2").is_some()
+    })
+    .await;
+    println!("custom resources restored {took:?} after the CRD came back");
+    assert_eq!(widget("w2").unwrap()["spec"]["size"], 2);
+    let log = op.log();
+    assert_eq!(
+        log.matches("watch of released objects failing").count(),
+        1,
+        "reported once, no error loop: {log}"
+    );
+    assert_eq!(module_runs(&log, "shop"), 1, "{log}");
+    assert_eq!(
+        antiopa::release::history(&c, "shop", NS)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}
