@@ -411,6 +411,21 @@ async fn status_page_in_a_headless_browser_against_fake_apiserver() {
     let s = serve().await;
     let dir = tempfile::tempdir().unwrap();
     let (_op, addr) = started(dir.path(), &s.kubeconfig).await;
+    // A released object deleted by kubectl: drift restores it, and the
+    // page says so.
+    crate::cluster_operator::kubectl(
+        &s.kubeconfig,
+        &["-n", "addons", "delete", "configmap", "web-config"],
+    )
+    .await;
+    eventually(Duration::from_secs(20), "the drift restore shown", || {
+        let addr = addr.clone();
+        async move {
+            let (_, page) = request(&addr, "GET", "/ui/", &[], "").await;
+            page.contains("1 drifted, 1 restored")
+        }
+    })
+    .await;
     let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ui-screenshots");
     std::fs::create_dir_all(&out).unwrap();
     for (file, path) in [
@@ -445,6 +460,12 @@ async fn status_page_in_a_headless_browser_against_fake_apiserver() {
         let dom = String::from_utf8_lossy(&dom.stdout);
         no_secrets(path, &dom);
         assert!(dom.contains("phase-"), "{dom}");
+        if file == "overview" {
+            // The failing module's error and the drift restore, as the
+            // browser shows them.
+            assert!(dom.contains("exit status 1"), "{dom}");
+            assert!(dom.contains("1 drifted, 1 restored"), "{dom}");
+        }
         println!("{}", shot.display());
     }
 }
