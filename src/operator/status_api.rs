@@ -161,48 +161,33 @@ impl StatusApi {
             .map_err(|_| ApiError::Unavailable("the converge loop has stopped".into()))
     }
 
-    /// Archives the module's release (`antiopa archive`); returns what was
-    /// done. Drift repair stops watching the module first, or it would
-    /// restore what the archive deletes; the module's next run (a config
-    /// change, a converge, a run asked for) installs it again.
-    pub async fn archive(&self, name: &str, actor: &str) -> Result<String, ApiError> {
-        self.known(name)?;
-        self.ctx.drift.stop(name);
-        let mut lines = Vec::new();
-        let r = release::lifecycle::archive(
-            &self.ctx.cluster,
-            name,
-            &self.ctx.settings.namespace,
-            actor,
-            &mut |l: &str| lines.push(l.to_string()),
-        )
-        .await
-        .map_err(|e| ApiError::Failed(e.to_string()))?;
-        lines.push(format!("release {name} archived at revision {}", r.version));
-        Ok(lines.join("\n"))
+    /// Archives the module: sets its ConfigMap key `<module>-archived:
+    /// "true"`, the operator's source of truth, so the archive lasts (the
+    /// converge loop archives the release: workloads deleted, claims and
+    /// history kept, no run while the key is set).
+    pub async fn archive(&self, name: &str, _actor: &str) -> Result<String, ApiError> {
+        self.set_archived(name, true).await
     }
 
-    /// Restores the module's archived release (`antiopa restore`), then
-    /// queues a run of the module, after which drift repair watches its
-    /// objects again.
-    pub async fn restore(&self, name: &str, actor: &str) -> Result<String, ApiError> {
+    /// Restores the module: sets `<module>-archived: "false"`; its next run
+    /// restores the archived release and renders it afresh.
+    pub async fn restore(&self, name: &str, _actor: &str) -> Result<String, ApiError> {
+        self.set_archived(name, false).await
+    }
+
+    async fn set_archived(&self, name: &str, on: bool) -> Result<String, ApiError> {
         self.known(name)?;
-        let mut lines = Vec::new();
-        let v = release::lifecycle::restore(
-            &self.ctx.cluster,
-            name,
-            &self.ctx.settings.namespace,
-            actor,
-            &mut |l: &str| lines.push(l.to_string()),
-        )
-        .await
-        .map_err(|e| ApiError::Failed(e.to_string()))?;
-        lines.push(format!("release {name} restored as revision {v}"));
-        match self.run_now(name) {
-            Ok(()) => lines.push(format!("a run of module {name} is queued")),
-            Err(e) => lines.push(format!("module {name} not run: {e}")),
-        }
-        Ok(lines.join("\n"))
+        let s = &self.ctx.settings;
+        let key = format!("{name}-archived");
+        let updates = std::collections::BTreeMap::from([(key.clone(), on.to_string())]);
+        super::configmap::store(&self.ctx.cluster, &s.namespace, &s.config_map, &updates)
+            .await
+            .map_err(|e| ApiError::Failed(crate::cluster::error_text(&e)))?;
+        Ok(format!(
+            "ConfigMap {}: {key}: \"{on}\"; the operator {} module {name}",
+            s.config_map,
+            if on { "archives" } else { "restores and runs" }
+        ))
     }
 
     fn known(&self, name: &str) -> Result<(), ApiError> {
