@@ -223,10 +223,7 @@ async fn restore_inner(
     log: &mut (dyn FnMut(&str) + Send),
 ) -> Result<i64, ReleaseError> {
     let store = Store::new(cluster, namespace);
-    let hist = read_logged(&store, name, log).await?;
-    let Some(last) = hist.last().map(|s| s.release.clone()) else {
-        return Err(not_found(name, namespace));
-    };
+    let (_, last) = last_record(&store, name, namespace, log).await?;
     if !is_archived(&last) {
         return Err(ReleaseError::Lifecycle(format!(
             "release '{name}' is {} (revision {}): only an archived release can be restored",
@@ -281,6 +278,20 @@ async fn restore_inner(
     Ok(version)
 }
 
+/// The release's records and its newest one; none is "not found".
+async fn last_record(
+    store: &Store,
+    name: &str,
+    namespace: &str,
+    log: &mut (dyn FnMut(&str) + Send),
+) -> Result<(Vec<super::Stored>, Release), ReleaseError> {
+    let hist = read_logged(store, name, log).await?;
+    match hist.last().map(|s| s.release.clone()) {
+        Some(last) => Ok((hist, last)),
+        None => Err(not_found(name, namespace)),
+    }
+}
+
 fn not_found(name: &str, namespace: &str) -> ReleaseError {
     ReleaseError::Lifecycle(format!(
         "release '{name}' not found in namespace '{namespace}'"
@@ -318,10 +329,7 @@ async fn cleanup_inner(
     log: &mut (dyn FnMut(&str) + Send),
 ) -> Result<LifecycleReport, ReleaseError> {
     let store = Store::new(cluster, namespace);
-    let hist = read_logged(&store, name, log).await?;
-    let Some(last) = hist.last().map(|s| s.release.clone()) else {
-        return Err(not_found(name, namespace));
-    };
+    let (hist, last) = last_record(&store, name, namespace, log).await?;
     if last.status() != Status::Uninstalled {
         return Err(ReleaseError::Lifecycle(format!(
             "release '{name}' is {} (revision {}): archive it first (only an archived release is cleaned up)",

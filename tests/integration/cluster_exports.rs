@@ -71,26 +71,6 @@ if [ "$1" = "--config" ]; then echo '{"configVersion":"v1","kubernetes":[{"name"
     (modules, global)
 }
 
-/// `GET path` on `addr`: status and body.
-fn http_get(addr: &str, path: &str) -> (u16, String) {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: antiopa\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    let code = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (code, body.to_string())
-}
-
 async fn get(addr: &str, path: &'static str) -> (u16, String) {
     let a = addr.to_string();
     tokio::task::spawn_blocking(move || http_get(&a, path))

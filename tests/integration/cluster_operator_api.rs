@@ -9,7 +9,6 @@
 //! `module render` (Secret values masked), `module list`, `module status`
 //! and `queue list` ask the running operator through its socket.
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -57,26 +56,6 @@ echo 'hook says hi' >&2
         "#!/bin/sh\nif [ \"$1\" = \"--config\" ]; then echo '{\"configVersion\":\"v1\",\"onStartup\":1}'; exit 0; fi\nsleep 4\n",
     );
     (modules, global)
-}
-
-/// `GET path` on `addr` over a plain TCP connection: status and body.
-fn http_get(addr: &str, path: &str) -> (u16, String) {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: antiopa\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    let code = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (code, body.to_string())
 }
 
 /// The value of the sample `name{…}` whose labels include all of `labels`.
