@@ -28,7 +28,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{Finding, Metrics, Mode, ModuleDrift, Settings, Tracked, Writes, check_object};
+use super::{Finding, Metrics, Mode, ModuleDrift, Settings, Tracked, Writes, check_object_live};
 use crate::apply::FIELD_MANAGER;
 use crate::apply::ownership::{MANAGED_BY, MANAGED_BY_HELM};
 use crate::watch::{Meta, Seen, Target, Watches};
@@ -141,6 +141,7 @@ pub fn start(
         objects: HashMap::new(),
         timers: BinaryHeap::new(),
         seq: 0,
+        deferred: HashSet::new(),
     };
     tokio::spawn(engine.run(rx, seen, shutdown));
     Handle { tx: Some(tx) }
@@ -158,6 +159,9 @@ struct Obj {
     /// Digest of our managedFields entry and the uid, as last seen.
     digest: Option<u64>,
     present: bool,
+    /// Gone, or due to be looked at, while its module ran: looked at once
+    /// the run is over, for a run that wrote nothing repaired nothing.
+    recheck: bool,
     /// Only for objects drift acted on since the last refresh: most
     /// objects never drift, and this is kept per watched object.
     fight: Option<Box<Fight>>,
@@ -242,6 +246,9 @@ struct Engine {
     objects: HashMap<Id, Obj>,
     timers: BinaryHeap<Reverse<Timer>>,
     seq: u64,
+    /// Checks put off while writes are not allowed (a standby): each
+    /// object once, looked at again every second until this replica leads.
+    deferred: HashSet<Id>,
 }
 
 fn target_of(t: &Tracked) -> Target {
@@ -411,6 +418,7 @@ impl Engine {
                             tracked: t,
                             digest: None,
                             present: false,
+                            recheck: false,
                             fight: None,
                         },
                     );
@@ -443,6 +451,18 @@ impl Engine {
         // A new watch's list tells which objects exist; on a watch that
         // listed before, an object not seen yet is looked up a little later.
         let now = Instant::now();
+        let recheck: Vec<Id> = self
+            .objects
+            .iter_mut()
+            .filter(|(_, o)| *o.module == *module && o.recheck)
+            .map(|(id, o)| {
+                o.recheck = false;
+                id.clone()
+            })
+            .collect();
+        for id in recheck {
+            self.schedule(now, id, Due::Check, now);
+        }
         for id in fresh {
             if self.listed.contains(&id.0) {
                 self.schedule(now + VERIFY_AFTER, id, Due::Verify, now);
@@ -469,6 +489,17 @@ impl Engine {
             .then(|| (o.module.clone(), st.settings.mode))
     }
 
+    /// Marks an object of a module that runs now to be looked at after
+    /// the run; whether it was.
+    fn put_off(&mut self, id: &Id) -> bool {
+        let Some(o) = self.objects.get_mut(id) else {
+            return false;
+        };
+        let suspended = self.modules.get(&*o.module).is_some_and(|st| st.suspended);
+        o.recheck |= suspended;
+        suspended
+    }
+
     async fn seen(&mut self, s: Seen) {
         let now = Instant::now();
         match s {
@@ -481,8 +512,18 @@ impl Engine {
                     return;
                 };
                 o.present = true;
-                let before = o.digest.replace(d);
-                if before.is_none() || before == Some(d) {
+                let suspended = self.modules.get(&*o.module).is_some_and(|st| st.suspended)
+                    || o.fight.as_ref().is_some_and(|f| f.in_flight);
+                let before = o.digest;
+                // What it was when the watch listed or the name was
+                // subscribed is where it starts; so is a change while its
+                // module runs or drift restores it (most likely that write:
+                // not put off, that would cost a check per write). A change
+                // to an object never seen in sync is looked at.
+                if before.is_some() || meta.initial || suspended {
+                    o.digest = Some(d);
+                }
+                if before == Some(d) || (before.is_none() && (meta.initial || suspended)) {
                     return;
                 }
                 if self.active(&id).is_some() {
@@ -498,7 +539,7 @@ impl Engine {
                     o.present = false;
                     o.digest = None;
                 }
-                if self.active(&id).is_none() {
+                if self.put_off(&id) || self.active(&id).is_none() {
                     return;
                 }
                 if relabelled {
@@ -554,7 +595,10 @@ impl Engine {
             let Some(Reverse((_, _, id, due, seen_at))) = self.timers.pop() else {
                 break;
             };
-            if self.active(&id).is_none() {
+            if due == Due::Check {
+                self.deferred.remove(&id);
+            }
+            if self.put_off(&id) || self.active(&id).is_none() {
                 continue;
             }
             if let Some(o) = self.objects.get_mut(&id)
@@ -619,6 +663,19 @@ impl Engine {
         {
             return;
         }
+        // A check is a dry-run apply: a replica that may not write asks
+        // nothing of the server, and looks again once it leads.
+        if !self.writes.allowed() {
+            if self.deferred.insert(id.clone()) {
+                self.schedule(
+                    Instant::now() + Duration::from_secs(1),
+                    id,
+                    Due::Check,
+                    seen_at,
+                );
+            }
+            return;
+        }
         let Some(o) = self.objects.get(&id) else {
             return;
         };
@@ -631,8 +688,17 @@ impl Engine {
             })
             .unwrap_or_default();
         let t = o.tracked.clone();
-        let finding = match check_object(self.writes.cluster(), &t, &ignored).await {
-            Ok(f) => f,
+        let finding = match check_object_live(self.writes.cluster(), &t, &ignored).await {
+            Ok((f, live)) => {
+                // In sync as it is now: what later events are compared with.
+                if f == Finding::InSync
+                    && let Some(meta) = live
+                    && let Some(o) = self.objects.get_mut(&id)
+                {
+                    o.digest = Some(digest(&meta));
+                }
+                f
+            }
             Err(e) => {
                 tracing::warn!(module = %module, "drift: checking {}: {e}", t.key);
                 return;

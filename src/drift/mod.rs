@@ -433,10 +433,23 @@ pub async fn check_object(
     t: &Tracked,
     ignored: &[String],
 ) -> Result<Finding, DriftError> {
+    check_object_live(cluster, t, ignored).await.map(|(f, _)| f)
+}
+
+/// [`check_object`], also giving the live object's metadata when there is
+/// one (what an in-sync object looks like, for a watch's later events).
+pub async fn check_object_live(
+    cluster: &Cluster,
+    t: &Tracked,
+    ignored: &[String],
+) -> Result<(Finding, Option<kube::core::ObjectMeta>), DriftError> {
     let api = t.api(cluster);
-    let live = match cluster.request(api.get(&t.key.name)).await {
-        Ok(o) => serde_json::to_value(&o).unwrap_or_default(),
-        Err(e) if is_not_found(&e) => return Ok(Finding::Missing),
+    let (live, meta) = match cluster.request(api.get(&t.key.name)).await {
+        Ok(o) => {
+            let meta = o.metadata.clone();
+            (serde_json::to_value(&o).unwrap_or_default(), meta)
+        }
+        Err(e) if is_not_found(&e) => return Ok((Finding::Missing, None)),
         Err(source) => {
             return Err(DriftError::Api {
                 step: "get",
@@ -470,7 +483,7 @@ pub async fn check_object(
                     });
                 }
             },
-            None if is_not_found(&e) => return Ok(Finding::Missing),
+            None if is_not_found(&e) => return Ok((Finding::Missing, None)),
             None => {
                 return Err(DriftError::Api {
                     step: "dry-run apply",
@@ -484,15 +497,16 @@ pub async fn check_object(
     let mut paths = Vec::new();
     differing_paths(&comparable(&live), &comparable(&would), "", &mut paths);
     paths.retain(|p| !is_ignored(p, ignored));
-    if paths.is_empty() {
-        return Ok(Finding::InSync);
-    }
-    Ok(Finding::Changed(Change {
-        paths,
-        conflicts,
-        live,
-        would_be: would,
-    }))
+    let finding = match paths.is_empty() {
+        true => Finding::InSync,
+        false => Finding::Changed(Change {
+            paths,
+            conflicts,
+            live,
+            would_be: would,
+        }),
+    };
+    Ok((finding, Some(meta)))
 }
 
 /// Whether pointer `p` is at or under one of `ignored`.

@@ -19,7 +19,7 @@
 //! `ObjectMeta` (managedFields are most of it); list pages are dropped as
 //! they are consumed.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -78,19 +78,30 @@ pub struct Meta {
     pub selected: bool,
     /// It has a deletionTimestamp.
     pub deleting: bool,
+    /// The object as it was when the watch (re)listed or the name was
+    /// subscribed, not a change that followed: a subscriber with no
+    /// earlier state takes it as its starting point.
+    pub initial: bool,
 }
 
 impl Meta {
-    fn of(meta: &ObjectMeta, target: &Target, digest: Digest) -> Option<Meta> {
+    fn of(meta: &ObjectMeta, target: &Target, digest: Digest, initial: bool) -> Option<Meta> {
         Some(Meta {
             name: meta.name.clone()?,
             uid: meta.uid.clone(),
             digest: digest(meta),
             selected: selector_matches(&target.label_selector, meta.labels.as_ref()),
             deleting: meta.deletion_timestamp.is_some(),
+            initial,
         })
     }
 }
+
+/// How long a watch remembers the last event of a name nobody subscribed
+/// to: a subscriber names the objects of a release after the run that
+/// wrote them, so their writes' events come first; they are passed on when
+/// the name is subscribed within this time.
+const RECENT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Whether `labels` match an equality selector (`a=b,c=d`; empty: all).
 fn selector_matches(selector: &str, labels: Option<&BTreeMap<String, String>>) -> bool {
@@ -273,19 +284,36 @@ async fn run_watch(
             .boxed()
     };
     let mut stream = start();
+    let mut names = names;
+    let mut current = names.borrow_and_update().clone();
+    // Last events of names not subscribed (yet), for at most RECENT.
+    let mut recent: HashMap<String, (std::time::Instant, Meta)> = HashMap::new();
+    let mut pruned_at = std::time::Instant::now();
     // While the kind is not served, the watch is started afresh (after this
     // wait, doubling) rather than resumed: its first list once the kind is
     // back is what tells the subscriber what went with it.
     let mut unserved_wait = UNSERVED_FIRST_WAIT;
-    let wanted = |name: &Option<String>| {
-        name.as_ref()
-            .is_some_and(|n| names.borrow().contains(n.as_str()))
-    };
     let mut listing: Option<HashSet<String>> = None;
     let mut failing = false;
     loop {
         let ev = tokio::select! {
             _ = token.cancelled() => return,
+            r = names.changed() => {
+                if r.is_err() {
+                    return;
+                }
+                let next = names.borrow_and_update().clone();
+                for n in next.iter().filter(|n| !current.contains(*n)) {
+                    if let Some((_, mut m)) = recent.remove(n) {
+                        m.initial = true;
+                        if tx.send(Seen::Applied(target.clone(), m)).is_err() {
+                            return;
+                        }
+                    }
+                }
+                current = next;
+                continue;
+            }
             ev = stream.next() => match ev {
                 Some(ev) => ev,
                 None => return,
@@ -332,18 +360,34 @@ async fn run_watch(
             unserved_wait = UNSERVED_FIRST_WAIT;
         }
         // Only the summary leaves this task; the decoded object (and with
-        // it the page it came from) is dropped here.
-        let meta = |o: &PartialObjectMeta<DynamicObject>| {
-            wanted(&o.metadata.name)
-                .then(|| Meta::of(&o.metadata, &target, digest))
-                .flatten()
+        // it the page it came from) is dropped here. A name not subscribed
+        // is remembered for a while (see RECENT) when it changes.
+        let mut meta = |o: &PartialObjectMeta<DynamicObject>, initial: bool, gone: bool| {
+            let name = o.metadata.name.as_deref()?;
+            if current.contains(name) {
+                return Meta::of(&o.metadata, &target, digest, initial);
+            }
+            let now = std::time::Instant::now();
+            if now.duration_since(pruned_at) >= RECENT {
+                recent.retain(|_, (at, _)| now.duration_since(*at) < RECENT);
+                pruned_at = now;
+            }
+            match gone {
+                true => drop(recent.remove(name)),
+                false => {
+                    if let Some(m) = Meta::of(&o.metadata, &target, digest, false) {
+                        recent.insert(m.name.clone(), (now, m));
+                    }
+                }
+            }
+            None
         };
         let sent = match ev {
             Event::Init => {
                 listing = Some(HashSet::new());
                 Ok(())
             }
-            Event::InitApply(o) => match meta(&o) {
+            Event::InitApply(o) => match meta(&o, true, false) {
                 Some(m) => {
                     if let Some(l) = listing.as_mut() {
                         l.insert(m.name.clone());
@@ -356,11 +400,11 @@ async fn run_watch(
                 let listed = listing.take().unwrap_or_default();
                 tx.send(Seen::Listed(target.clone(), listed))
             }
-            Event::Apply(o) => match meta(&o) {
+            Event::Apply(o) => match meta(&o, false, false) {
                 Some(m) => tx.send(Seen::Applied(target.clone(), m)),
                 None => Ok(()),
             },
-            Event::Delete(o) => match meta(&o) {
+            Event::Delete(o) => match meta(&o, false, true) {
                 Some(m) => tx.send(Seen::Deleted(target.clone(), m)),
                 None => Ok(()),
             },

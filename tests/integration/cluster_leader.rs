@@ -4,7 +4,9 @@
 //! nothing but its Lease attempts; kill -9 of the leader hands the work to
 //! the standby within 15 s, which re-installs a release kubectl deleted;
 //! SIGTERM releases the Lease for a quick hand-over and exits 0; a leader
-//! whose Lease is taken stops writing at once.
+//! whose Lease is taken stops writing at once (not even a drift check, a
+//! dry-run apply, is made) and repairs the drift it put off once it leads
+//! again.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -310,7 +312,22 @@ async fn a_leader_whose_lease_is_taken_stops_writing_at_once_against_fake_apiser
     })
     .await;
     let before = a.writes(&s.fake);
-    // A config change now is not a's to apply.
+    // Drift now is not a's to check (a check is a dry-run apply) nor to
+    // repair; a config change is not a's to apply.
+    kubectl(
+        kc,
+        &[
+            "-n",
+            NS,
+            "patch",
+            "configmap",
+            "beta-config",
+            "--type=merge",
+            "-p",
+            r#"{"data":{"greeting":"edited"}}"#,
+        ],
+    )
+    .await;
     kubectl(
         kc,
         &[
@@ -337,6 +354,7 @@ async fn a_leader_whose_lease_is_taken_stops_writing_at_once_against_fake_apiser
         "{before:?} → {after:?}"
     );
     assert_eq!(greeting(&s.fake, "alpha").as_deref(), Some("hello"));
+    assert_eq!(greeting(&s.fake, "beta").as_deref(), Some("edited"));
 
     // The intruder never renews: a takes the Lease back and converges.
     let took = until(Duration::from_secs(20), "a leads again", || {
@@ -348,6 +366,16 @@ async fn a_leader_whose_lease_is_taken_stops_writing_at_once_against_fake_apiser
         took.as_secs_f64()
     );
     assert_eq!(holder(&s.fake).as_deref(), Some("a"));
+    // The drift it put off is repaired in its new term.
+    let end = Instant::now() + Duration::from_secs(10);
+    while greeting(&s.fake, "beta").as_deref() != Some("hello") {
+        assert!(
+            Instant::now() < end,
+            "beta-config not repaired:\n{}",
+            a.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// `ADDON_OPERATOR_HA` is read as addon-operator reads it ("true" turns
