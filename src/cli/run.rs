@@ -69,6 +69,11 @@ pub struct RunArgs {
     /// page is read-only.
     #[arg(long = "ui-token-file", env = "ANTIOPA_UI_TOKEN_FILE")]
     ui_token_file: Option<PathBuf>,
+    /// Serve the status page (`/ui/`) to clients on other hosts too; by
+    /// default it answers loopback clients only (`kubectl port-forward`)
+    /// while metrics and health stay open on the HTTP port.
+    #[arg(long = "ui-remote", env = "ANTIOPA_UI_REMOTE", value_parser = clap::builder::BoolishValueParser::new(), default_value = "false", num_args = 0..=1, default_missing_value = "true")]
+    ui_remote: bool,
     /// Log level: error, warn, info, debug, trace.
     #[arg(long = "log-level", env = "LOG_LEVEL", default_value = "info")]
     log_level: String,
@@ -247,6 +252,7 @@ fn settings(a: &RunArgs) -> Result<Settings, String> {
         .ui_token_file
         .clone()
         .filter(|p| !p.as_os_str().is_empty());
+    s.ui_remote = a.ui_remote;
     if a.leader_elect && a.once {
         return Err("--once converges once and exits: it cannot take part in leader election (--leader-elect, $ADDON_OPERATOR_HA)".into());
     }

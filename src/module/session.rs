@@ -228,6 +228,42 @@ pub struct HookRunRecord {
     pub allow_failure: bool,
     /// What it wrote to `METRICS_PATH` (only kept when it succeeded).
     pub metrics: Vec<MetricOperation>,
+    /// When it ended.
+    pub finished: std::time::SystemTime,
+    /// The last lines it wrote to stderr ([`STDERR_TAIL_LINES`] at most,
+    /// each cut at [`STDERR_TAIL_LINE`] bytes).
+    pub stderr_tail: String,
+}
+
+/// Lines of a hook's stderr kept in its run record.
+pub const STDERR_TAIL_LINES: usize = 10;
+/// Bytes of one stderr line kept in a run record.
+pub const STDERR_TAIL_LINE: usize = 200;
+
+/// The last lines of a hook's stderr, bounded whatever it writes.
+#[derive(Default)]
+struct StderrTail(std::collections::VecDeque<String>);
+
+impl StderrTail {
+    fn push(&mut self, line: &str) {
+        if self.0.len() == STDERR_TAIL_LINES {
+            self.0.pop_front();
+        }
+        let mut end = line.len().min(STDERR_TAIL_LINE);
+        while !line.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.0.push_back(line[..end].to_string());
+    }
+
+    fn text(&self) -> String {
+        let mut t = String::new();
+        for l in &self.0 {
+            t.push_str(l);
+            t.push('\n');
+        }
+        t
+    }
 }
 
 /// A hook run prepared under the session (its values taken), executed
@@ -243,24 +279,29 @@ pub struct PreparedRun {
     values: Value,
     config_values: Value,
     run: RunOptions,
+    /// What [`PreparedRun::execute`] saw of its stderr, for the record.
+    stderr_tail: String,
 }
 
 impl PreparedRun {
     /// Runs the hook's process (no session needed), forwarding its output.
-    pub fn execute(&self, on_stderr: &mut dyn FnMut(&str)) -> Result<HookOutput, ModuleError> {
+    pub fn execute(&mut self, on_stderr: &mut dyn FnMut(&str)) -> Result<HookOutput, ModuleError> {
         let input = RunInput {
             binding: self.binding,
             contexts: &self.contexts,
             values: &self.values,
             config_values: &self.config_values,
         };
-        let out = self
-            .hook
-            .run(&input, &self.run, on_stderr)
-            .map_err(|e| match &self.module {
-                Some(m) => ModuleError::Hook(format!("module '{}': {e}", m.name)),
-                None => hook_err(e),
-            })?;
+        let mut tail = StderrTail::default();
+        let out = self.hook.run(&input, &self.run, &mut |line: &str| {
+            tail.push(line);
+            on_stderr(line)
+        });
+        self.stderr_tail = tail.text();
+        let out = out.map_err(|e| match &self.module {
+            Some(m) => ModuleError::Hook(format!("module '{}': {e}", m.name)),
+            None => hook_err(e),
+        })?;
         forward_stdout(&self.hook, &out.stdout, on_stderr);
         Ok(out)
     }
@@ -481,10 +522,10 @@ impl Session {
         ctx: &[BindingContext],
         on_stderr: &mut dyn FnMut(&str),
     ) -> Result<(), ModuleError> {
-        let prepared = self.prepare_global(hook, binding, ctx);
+        let mut prepared = self.prepare_global(hook, binding, ctx);
         let started = Instant::now();
         let out = prepared.execute(on_stderr);
-        self.record_run(None, hook, binding, ctx, started, &out);
+        self.record_prepared(&prepared, started, &out);
         self.finish_global(&prepared, out?)
     }
 
@@ -502,6 +543,7 @@ impl Session {
             values: Value::Object(self.values.global.values_with_prefix()),
             config_values: Value::Object(self.values.global.config_values_with_prefix()),
             run: self.run.clone(),
+            stderr_tail: String::new(),
         }
     }
 
@@ -1086,25 +1128,6 @@ impl Session {
         }
     }
 
-    /// Records a prepared run's outcome for the operator's logs and
-    /// metrics ([`Session::take_hook_runs`]).
-    pub fn record_prepared(
-        &mut self,
-        p: &PreparedRun,
-        started: Instant,
-        out: &Result<HookOutput, ModuleError>,
-    ) {
-        let module = p.module.as_ref().map(|m| m.name.clone());
-        self.record_run(
-            module.as_deref(),
-            &p.hook,
-            p.binding,
-            &p.contexts,
-            started,
-            out,
-        );
-    }
-
     /// Applies what a prepared run returned. Returns whether it changed
     /// its module's values (global hook: the global values or a module's
     /// enabled flag), as [`Session::run_module_hook_by_name`] and
@@ -1168,10 +1191,10 @@ impl Session {
         ctx: &[BindingContext],
         on_stderr: &mut dyn FnMut(&str),
     ) -> Result<(), ModuleError> {
-        let prepared = self.prepare_module(m, hook, binding, ctx, on_stderr)?;
+        let mut prepared = self.prepare_module(m, hook, binding, ctx, on_stderr)?;
         let started = Instant::now();
         let out = prepared.execute(on_stderr);
-        self.record_run(Some(&m.name), hook, binding, ctx, started, &out);
+        self.record_prepared(&prepared, started, &out);
         self.finish_module(&prepared, out?)
     }
 
@@ -1207,6 +1230,7 @@ impl Session {
             values,
             config_values,
             run: self.run.clone(),
+            stderr_tail: String::new(),
         })
     }
 
@@ -1327,10 +1351,11 @@ impl Session {
                 }
                 s.prepare_module(&m, hook, binding, &ctx, on_stderr)?
             };
+            let mut prepared = prepared;
             let started = Instant::now();
             let out = prepared.execute(on_stderr);
             let mut s = lock(shared);
-            s.record_run(Some(name), hook, binding, &prepared.contexts, started, &out);
+            s.record_prepared(&prepared, started, &out);
             s.finish_module(&prepared, out?)?;
         }
         Ok(())
@@ -1349,17 +1374,22 @@ impl Session {
         std::mem::take(&mut self.hook_runs)
     }
 
-    /// Keeps a record of one hook run. Its schedule/kubernetes bindings
-    /// (named by the contexts) give the queue and `allowFailure`.
-    fn record_run(
+    /// Keeps a record of a prepared run's outcome for the operator's logs,
+    /// metrics and status page ([`Session::take_hook_runs`]). Its
+    /// schedule/kubernetes bindings (named by the contexts) give the queue
+    /// and `allowFailure`.
+    pub fn record_prepared(
         &mut self,
-        module: Option<&str>,
-        hook: &Hook,
-        binding: BindingType,
-        ctx: &[BindingContext],
+        p: &PreparedRun,
         started: Instant,
-        out: &Result<crate::hooks::HookOutput, ModuleError>,
+        out: &Result<HookOutput, ModuleError>,
     ) {
+        let (module, hook, binding, ctx) = (
+            p.module.as_ref().map(|m| m.name.as_str()),
+            &p.hook,
+            p.binding,
+            &p.contexts,
+        );
         let c = &hook.config;
         let named: Vec<(bool, &str)> = ctx
             .iter()
@@ -1391,6 +1421,8 @@ impl Session {
             error: out.as_ref().err().map(|e| e.to_string()),
             allow_failure: !named.is_empty() && named.iter().all(|(a, _)| *a),
             metrics: out.as_ref().map(|o| o.metrics.clone()).unwrap_or_default(),
+            finished: std::time::SystemTime::now(),
+            stderr_tail: p.stderr_tail.clone(),
         });
     }
 

@@ -119,6 +119,9 @@ async fn serve_tcp(ctx: &Ctx, shutdown: &CancellationToken, addr: &str, debug: b
     let stop = shutdown.clone();
     let what = what.to_string();
     tokio::spawn(async move {
+        // The peer's address: the status page serves loopback clients only
+        // unless told otherwise.
+        let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
         let r = axum::serve(listener, app)
             .with_graceful_shutdown(stop.cancelled_owned())
             .await;

@@ -883,6 +883,8 @@ mod tests {
             error: None,
             allow_failure: false,
             metrics: ops,
+            finished: std::time::SystemTime::UNIX_EPOCH,
+            stderr_tail: String::new(),
         }
     }
 

@@ -93,7 +93,7 @@ use crate::release;
 use configmap::ConfigSource;
 pub use kube_events::WatchOptions;
 pub use state::{LeaderStatus, ModuleStatus, Phase, Status, WatchHealth, WatchState};
-pub use status_api::{ApiError, ModulePage, Overview, StatusApi};
+pub use status_api::{ApiError, LastChange, ModulePage, Overview, StatusApi};
 
 /// How long a converge waits for new kubernetes bindings' initial lists
 /// before their hooks run with what is listed so far.
@@ -152,6 +152,10 @@ pub struct Settings {
     /// The status page's actions need the bearer token in this file
     /// (`--ui-token-file`); `None`: the page is read-only.
     pub ui_token_file: Option<PathBuf>,
+    /// Serve the status page to clients on other hosts too
+    /// (`--ui-remote`); by default only to loopback ones (a `kubectl
+    /// port-forward`, a sidecar).
+    pub ui_remote: bool,
 }
 
 impl Settings {
@@ -179,6 +183,7 @@ impl Settings {
             archive_retention: release::lifecycle::DEFAULT_RETENTION,
             archive_sweep_interval: archive::DEFAULT_SWEEP_INTERVAL,
             ui_token_file: None,
+            ui_remote: false,
         }
     }
 }
@@ -224,6 +229,8 @@ pub(crate) struct Ctx {
     /// Asks the converge loop for a module run (status page), once the
     /// queues exist.
     requests: Arc<std::sync::OnceLock<mpsc::UnboundedSender<queue::Request>>>,
+    /// The newest hook runs of each module (status page).
+    hook_history: Arc<Mutex<state::HookHistory>>,
 }
 
 impl Ctx {
@@ -237,6 +244,7 @@ impl Ctx {
         let session = self.session.clone();
         let pool = self.pool.clone();
         let metrics = self.metrics.clone();
+        let history = self.hook_history.clone();
         let task = tokio::task::spawn_blocking(move || {
             let mut s = session.lock().unwrap_or_else(|p| p.into_inner());
             let v = pool.enter(|| f(&mut s));
@@ -244,6 +252,10 @@ impl Ctx {
             drop(s);
             log_hook_runs(&runs);
             metrics.hook_runs(&runs);
+            history
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .record(&runs);
             v
         });
         match task.await {
@@ -262,6 +274,7 @@ impl Ctx {
         let session = self.session.clone();
         let pool = self.pool.clone();
         let metrics = self.metrics.clone();
+        let history = self.hook_history.clone();
         let task = tokio::task::spawn_blocking(move || {
             let v = pool.enter(|| f(&session));
             let runs = session
@@ -270,6 +283,10 @@ impl Ctx {
                 .take_hook_runs();
             log_hook_runs(&runs);
             metrics.hook_runs(&runs);
+            history
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .record(&runs);
             v
         });
         match task.await {
@@ -509,6 +526,7 @@ pub async fn run(
         drift: crate::drift::Handle::disabled(),
         leading: leadership.as_ref().map(|l| l.receiver()),
         requests: Arc::default(),
+        hook_history: Arc::default(),
     };
     if !ctx.settings.once {
         ctx.start_drift(&signals.shutdown, leadership.as_ref().map(|l| l.receiver()));
@@ -794,6 +812,17 @@ impl Operator {
                     modules = session.tree.modules.len(),
                     "module directories changed: loaded again"
                 );
+                let known: std::collections::HashSet<String> = session
+                    .tree
+                    .modules
+                    .iter()
+                    .map(|m| m.name.clone())
+                    .collect();
+                self.ctx
+                    .hook_history
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .retain(|m| known.contains(m));
                 *self.ctx.session.lock().unwrap_or_else(|p| p.into_inner()) = session;
                 self.fingerprint = fp;
                 self.global_started = false;

@@ -712,6 +712,7 @@ pub(crate) async fn run_task(
     let (out, prepared, started) = tokio::task::spawn_blocking(move || {
         let mut log = hook_log;
         let started = std::time::Instant::now();
+        let mut prepared = prepared;
         (prepared.execute(&mut log), prepared, started)
     })
     .await

@@ -197,3 +197,43 @@ pub struct WatchHealth {
     /// Why it last stopped delivering, or why its kind is not served.
     pub last_error: Option<String>,
 }
+
+/// Hook runs kept per module for the status page: the newest
+/// [`HOOK_RUNS_KEPT`] of each (global hooks under `None`), stderr tails
+/// bounded by the session, metrics dropped.
+#[derive(Debug, Default)]
+pub struct HookHistory {
+    by_module: BTreeMap<Option<String>, std::collections::VecDeque<crate::module::HookRunRecord>>,
+}
+
+/// Hook runs kept per module (and for the global hooks).
+pub const HOOK_RUNS_KEPT: usize = 10;
+
+impl HookHistory {
+    pub fn record(&mut self, runs: &[crate::module::HookRunRecord]) {
+        for r in runs {
+            let kept = self.by_module.entry(r.module.clone()).or_default();
+            if kept.len() == HOOK_RUNS_KEPT {
+                kept.pop_front();
+            }
+            let mut r = r.clone();
+            r.metrics = Vec::new();
+            kept.push_back(r);
+        }
+    }
+
+    /// The runs kept of `module`'s hooks (`None`: the global hooks),
+    /// newest first.
+    pub fn of(&self, module: Option<&str>) -> Vec<crate::module::HookRunRecord> {
+        self.by_module
+            .get(&module.map(str::to_string))
+            .map(|k| k.iter().rev().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Forgets the runs of modules not in `known` (gone from the tree).
+    pub fn retain(&mut self, known: impl Fn(&str) -> bool) {
+        self.by_module
+            .retain(|m, _| m.as_deref().is_none_or(&known));
+    }
+}

@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::{Map, Value as Json};
 
 use super::{Ctx, ModuleStatus, Phase, Status, debug, queue};
-use crate::module::ModuleError;
+use crate::module::{HookRunRecord, ModuleError};
 use crate::release::{self, Release};
 
 /// Why a status page request failed.
@@ -38,6 +38,8 @@ pub struct Overview {
     /// Tasks due in the converge loop's own queue.
     pub main_queue: usize,
     pub namespace: String,
+    /// The newest runs of the global hooks, newest first.
+    pub global_hook_runs: Vec<HookRunRecord>,
 }
 
 /// One module's page.
@@ -51,6 +53,22 @@ pub struct ModulePage {
     pub history: Result<Vec<Release>, String>,
     /// The manifest of the newest release record, Secret data masked.
     pub manifest: Option<String>,
+    /// What the newest release record changed (`None`: no record; an
+    /// error: the manifests cannot be compared).
+    pub last_change: Option<Result<LastChange, String>>,
+    /// The newest runs of its hooks, newest first.
+    pub hook_runs: Vec<HookRunRecord>,
+}
+
+/// What a module's newest release record changed, object by object, as
+/// `antiopa diff` prints it (Secret values masked).
+#[derive(Clone, Debug)]
+pub struct LastChange {
+    /// The revision before (`None`: the newest is the first).
+    pub from: Option<i64>,
+    pub to: i64,
+    /// The diff; empty when no object changed.
+    pub diff: String,
 }
 
 /// A handle on the operator's state for the status page.
@@ -69,6 +87,11 @@ impl StatusApi {
         self.ctx.settings.ui_token_file.as_deref()
     }
 
+    /// Whether the page is served to clients on other hosts.
+    pub fn remote_allowed(&self) -> bool {
+        self.ctx.settings.ui_remote
+    }
+
     pub fn overview(&self) -> Overview {
         let status = self
             .ctx
@@ -84,6 +107,7 @@ impl StatusApi {
             doing: view.doing.clone(),
             main_queue: view.queue.len(),
             namespace: self.ctx.settings.namespace.clone(),
+            global_hook_runs: self.hook_runs(None),
         }
     }
 
@@ -125,13 +149,36 @@ impl StatusApi {
             .ok()
             .and_then(|h| h.iter().max_by_key(|r| r.version))
             .map(|r| masked_manifest(&r.manifest));
+        let last_change = history.as_ref().ok().and_then(|h| {
+            let newest = h.iter().max_by_key(|r| r.version)?;
+            let before = h
+                .iter()
+                .filter(|r| r.version < newest.version)
+                .max_by_key(|r| r.version);
+            Some(last_change(
+                before,
+                newest,
+                &self.ctx.settings.namespace,
+                name,
+            ))
+        });
         Ok(ModulePage {
             name: name.to_string(),
             status,
             values,
             history,
             manifest,
+            last_change,
+            hook_runs: self.hook_runs(Some(name)),
         })
+    }
+
+    fn hook_runs(&self, module: Option<&str>) -> Vec<HookRunRecord> {
+        self.ctx
+            .hook_history
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .of(module)
     }
 
     /// Queues a run of `name` in the converge loop (an enabled module only).
@@ -210,6 +257,36 @@ impl From<ModuleError> for ApiError {
 
 /// A release manifest with every Secret's `data`/`stringData` values masked,
 /// document by document.
+/// The object-level diff from `before` (none: the first revision) to
+/// `newest`, Secret values masked.
+fn last_change(
+    before: Option<&Release>,
+    newest: &Release,
+    namespace: &str,
+    module: &str,
+) -> Result<LastChange, String> {
+    let side = |r: Option<&Release>| match r {
+        Some(r) => vec![crate::diff::Source::new(
+            format!("module {module} (revision {})", r.version),
+            format!("module {module}"),
+            r.manifest.clone(),
+        )],
+        None => Vec::new(),
+    };
+    let opts = crate::diff::CompareOptions {
+        default_namespace: namespace.to_string(),
+        show_secrets: false,
+    };
+    let result = crate::diff::compare(&side(before), &side(Some(newest)), &opts)
+        .map_err(|e| e.to_string())?;
+    let text = crate::diff::render(&result, &crate::diff::RenderOptions::default());
+    Ok(LastChange {
+        from: before.map(|r| r.version),
+        to: newest.version,
+        diff: text,
+    })
+}
+
 fn masked_manifest(manifest: &str) -> String {
     let mut out = String::new();
     for doc in split_documents(manifest) {

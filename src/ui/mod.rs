@@ -56,7 +56,39 @@ pub fn router<S: Clone + Send + Sync + 'static>(
         .route("/ui/events", get(events))
         .route("/ui/module/{name}", get(module))
         .route("/ui/module/{name}/{action}", post(action))
+        .route_layer(axum::middleware::from_fn_with_state(ui.clone(), local_only))
         .with_state(ui))
+}
+
+/// Refuses clients on other hosts unless `--ui-remote` (a server without
+/// peer addresses, as in tests of the router alone, is not restricted).
+async fn local_only(
+    State(ui): State<Ui>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let peer = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0);
+    match peer {
+        Some(p) if !serves(p.ip(), ui.api.remote_allowed()) => {
+            tracing::warn!(peer = %p, "status page: refused a client on another host (--ui-remote serves them)");
+            message(
+                &ui,
+                StatusCode::FORBIDDEN,
+                "Refused",
+                "the status page answers local clients only (kubectl port-forward); antiopa run --ui-remote serves others",
+                None,
+            )
+        }
+        _ => next.run(req).await,
+    }
+}
+
+/// Whether a client at `ip` is served.
+fn serves(ip: std::net::IpAddr, remote: bool) -> bool {
+    remote || ip.is_loopback() || ip.to_canonical().is_loopback()
 }
 
 fn html(r: Result<String, UiError>) -> Response {
@@ -207,4 +239,29 @@ async fn events(
         },
     );
     Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_clients_are_served_unless_remote_is_allowed() {
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+        for local in ["127.0.0.1", "127.0.0.53", "::1", "::ffff:127.0.0.1"] {
+            assert!(serves(ip(local), false), "{local}");
+        }
+        for remote in ["10.0.0.7", "192.168.1.2", "::ffff:10.0.0.7", "fe80::1"] {
+            assert!(!serves(ip(remote), false), "{remote}");
+            assert!(serves(ip(remote), true), "{remote}");
+        }
+    }
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(same(b"abc", b"abc"));
+        assert!(!same(b"abc", b"abd"));
+        assert!(!same(b"abc", b"abcd"));
+        assert!(!same(b"", b"a"));
+    }
 }

@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde_json::{Map, Value as Json};
 use tera::{Context, Tera};
 
+use crate::module::HookRunRecord;
 use crate::operator::{ModulePage, ModuleStatus, Overview, Phase};
 
 /// A template that cannot be loaded or rendered.
@@ -36,11 +37,12 @@ pub struct Pages {
     tera: Tera,
 }
 
-const TEMPLATES: [(&str, &str); 4] = [
+const TEMPLATES: [(&str, &str); 5] = [
     ("base.html", include_str!("templates/base.html")),
     ("overview.html", include_str!("templates/overview.html")),
     ("module.html", include_str!("templates/module.html")),
     ("message.html", include_str!("templates/message.html")),
+    ("hook_runs.html", include_str!("templates/hook_runs.html")),
 ];
 
 /// The mask that replaces secret-looking values.
@@ -119,6 +121,7 @@ impl Pages {
         c.insert("main_queue", &o.main_queue);
         c.insert("queues", &queues);
         c.insert("watches", &watches);
+        c.insert("global_hook_runs", &hook_rows(&o.global_hook_runs));
         self.render("overview.html", &c)
     }
 
@@ -171,6 +174,19 @@ impl Pages {
             "manifest",
             p.manifest.as_deref().unwrap_or("(no release record)"),
         );
+        let change = match &p.last_change {
+            None => serde_json::json!({"title": "no release record", "text": ""}),
+            Some(Err(e)) => serde_json::json!({"title": "cannot compare the revisions", "text": e}),
+            Some(Ok(ch)) => serde_json::json!({
+                "title": match ch.from {
+                    Some(f) => format!("revision {f} → {}", ch.to),
+                    None => format!("revision {} (the first: every object added)", ch.to),
+                },
+                "text": if ch.diff.is_empty() { "no object changed" } else { ch.diff.as_str() },
+            }),
+        };
+        c.insert("change", &change);
+        c.insert("hook_runs", &hook_rows(&p.hook_runs));
         self.render("module.html", &c)
     }
 
@@ -187,6 +203,30 @@ impl Pages {
         c.insert("module", &module);
         self.render("message.html", &c)
     }
+}
+
+/// Hook runs as the tables show them (stderr with secret-looking values
+/// masked).
+fn hook_rows(runs: &[HookRunRecord]) -> Vec<Json> {
+    runs.iter()
+        .map(|r| {
+            let outcome = match (&r.error, r.allow_failure) {
+                (None, _) => "ok".to_string(),
+                (Some(e), true) => format!("failed, allowed: {}", first_line(e)),
+                (Some(e), false) => format!("failed: {}", first_line(e)),
+            };
+            serde_json::json!({
+                "at": time(r.finished),
+                "hook": r.hook,
+                "binding": r.binding.as_str(),
+                "queue": r.queue,
+                "took": took(r.duration),
+                "ok": r.error.is_none(),
+                "outcome": outcome,
+                "stderr": mask_text(&r.stderr_tail),
+            })
+        })
+        .collect()
 }
 
 /// One module as the tables show it.
@@ -288,6 +328,32 @@ fn mask_map(map: &mut Map<String, Json>) {
     }
 }
 
+/// Free text (a hook's stderr) with the value after a secret-looking word
+/// (`password=…`, `token: …`) masked, line by line. Text cannot be masked
+/// as surely as values: hooks should not print secrets.
+fn mask_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let lower = line.to_ascii_lowercase();
+        let at = ["password", "secret", "token", "key", "cert"]
+            .iter()
+            .filter_map(|w| lower.find(w).map(|i| i + w.len()))
+            .min();
+        let sep = at.and_then(|i| line[i..].find([':', '=']).map(|j| i + j + 1));
+        match sep {
+            Some(j) => {
+                out.push_str(&line[..j]);
+                out.push_str(" ***");
+                if line.ends_with('\n') {
+                    out.push('\n');
+                }
+            }
+            None => out.push_str(line),
+        }
+    }
+    out
+}
+
 fn secret_key(k: &str) -> bool {
     let k = k.to_ascii_lowercase();
     ["password", "secret", "token", "key", "cert"]
@@ -318,6 +384,60 @@ mod tests {
     }
 
     #[test]
+    fn secret_looking_values_in_hook_stderr_are_masked() {
+        let text = "connecting to db\nDB_PASSWORD=hunter2 used\n  apiToken: abc123\nkeyboard ok\n";
+        let m = mask_text(text);
+        assert_eq!(
+            m,
+            "connecting to db\nDB_PASSWORD= ***\n  apiToken: ***\nkeyboard ok\n"
+        );
+    }
+
+    #[test]
+    fn module_page_shows_hook_runs_and_the_last_change() {
+        let run = |error: Option<&str>, stderr: &str| HookRunRecord {
+            module: Some("web".into()),
+            hook: "hooks/a.sh".into(),
+            binding: crate::hooks::BindingType::Schedule,
+            queue: "cron".into(),
+            duration: Duration::from_millis(1500),
+            error: error.map(String::from),
+            allow_failure: false,
+            metrics: Vec::new(),
+            finished: SystemTime::UNIX_EPOCH,
+            stderr_tail: stderr.into(),
+        };
+        let p = ModulePage {
+            name: "web".into(),
+            status: ModuleStatus::default(),
+            values: Ok(Map::new()),
+            history: Ok(Vec::new()),
+            manifest: None,
+            last_change: Some(Ok(crate::operator::LastChange {
+                from: Some(1),
+                to: 2,
+                diff: "~ v1 ConfigMap ns/web\n-a\n+b\n".into(),
+            })),
+            hook_runs: vec![
+                run(Some("exit status 2\nmore"), "boom <b>\npassword: x\n"),
+                run(None, ""),
+            ],
+        };
+        let html = Pages::new().unwrap().module(&p, false).unwrap();
+        assert!(html.contains("revision 1 → 2"), "{html}");
+        assert!(
+            html.contains("~ v1 ConfigMap ns&#x2F;web\n-a\n+b"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<td>hooks&#x2F;a.sh</td><td>schedule</td><td>cron</td><td>1.5 s</td><td class=\"err\">failed: exit status 2 …"),
+            "{html}"
+        );
+        assert!(html.contains("boom &lt;b&gt;\npassword: ***"), "{html}");
+        assert!(html.contains("<td class=\"ok\">ok</td>"), "{html}");
+    }
+
+    #[test]
     fn overview_escapes_html_and_shows_phases() {
         let mut o = Overview::default();
         let m = ModuleStatus {
@@ -334,7 +454,25 @@ mod tests {
                 ..ModuleStatus::default()
             },
         );
+        o.global_hook_runs = vec![HookRunRecord {
+            module: None,
+            hook: "global-hooks/startup.sh".into(),
+            binding: crate::hooks::BindingType::OnStartup,
+            queue: "main".into(),
+            duration: Duration::from_millis(12),
+            error: None,
+            allow_failure: false,
+            metrics: Vec::new(),
+            finished: SystemTime::UNIX_EPOCH,
+            stderr_tail: String::new(),
+        }];
         let html = Pages::new().unwrap().overview(&o).unwrap();
+        assert!(
+            html.contains(
+                "<td>global-hooks&#x2F;startup.sh</td><td>onStartup</td><td>main</td><td>12 ms</td>"
+            ),
+            "{html}"
+        );
         assert!(!html.contains("<script>boom"), "{html}");
         assert!(html.contains("&lt;script&gt;boom"), "{html}");
         assert!(!html.contains("second line"), "{html}");

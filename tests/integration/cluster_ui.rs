@@ -5,8 +5,12 @@
 //! secret-looking key, appears on any page; `/ui/events` streams phases;
 //! actions are POST only and refused (403) without the token of
 //! `--ui-token-file`, accepted with it (bearer header or form field) and
-//! the module runs again. A headless Chromium, when installed, renders the
-//! pages into target/ui-screenshots.
+//! the module runs again. A module's page shows its hook runs (binding,
+//! outcome, the tail of stderr) and its last change as `antiopa diff`
+//! prints it. The page answers loopback clients only unless `--ui-remote`.
+//! A headless Chromium, when installed, renders the pages into
+//! target/ui-screenshots, and a form posted from a page elsewhere without
+//! the token lands on the refusal.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -250,13 +254,26 @@ async fn status_page_shows_modules_masks_secrets_and_gates_actions_against_fake_
     );
     no_secrets("/ui/", &page);
 
-    // The failing module's page: the whole error (the hook's stderr is in
-    // the operator's log, not in the error).
+    // The failing module's page: the whole error, and its hook runs with
+    // binding, outcome and the tail of the hook's stderr.
     let (code, page) = request(&addr, "GET", "/ui/module/broken", &[], "").await;
     assert_eq!(code, 200, "{page}");
     assert!(
         page.contains("<h2 id=\"error\">Last error</h2><pre class=\"err\">module &#x27;broken&#x27;: hook &#x27;hooks&#x2F;fail.sh&#x27; failed (binding beforeHelm): exit status 1"),
         "{page}"
+    );
+    let hooks = &page[page.find("<h2 id=\"hooks\">").expect("a hook runs section")..];
+    assert!(
+        hooks.contains("<td>hooks&#x2F;fail.sh</td><td>beforeHelm</td><td>main</td>"),
+        "{hooks}"
+    );
+    assert!(
+        hooks.contains("failed: module &#x27;broken&#x27;"),
+        "{hooks}"
+    );
+    assert!(
+        hooks.contains("database unreachable on purpose"),
+        "the stderr tail:\n{hooks}"
     );
 
     // web's page: values with secret-looking keys masked, its deployed
@@ -279,6 +296,20 @@ async fn status_page_shows_modules_masks_secrets_and_gates_actions_against_fake_
     assert!(
         page.contains("<td>1</td><td>deployed</td><td>running</td>"),
         "history:\n{page}"
+    );
+    // The last change, object by object as `antiopa diff` prints it: the
+    // first revision adds both objects (the Secret's values masked).
+    let change = &page[page
+        .find("<h2 id=\"change\">")
+        .expect("a last change section")..];
+    assert!(
+        change.contains("revision 1 (the first: every object added)"),
+        "{change}"
+    );
+    assert!(
+        change.contains("+ v1 ConfigMap addons&#x2F;web-config")
+            && change.contains("+ v1 Secret addons&#x2F;web-secret"),
+        "{change}"
     );
     let before = runs(&page);
 
@@ -436,16 +467,9 @@ async fn status_page_in_a_headless_browser_against_fake_apiserver() {
         let url = format!("http://{addr}{path}");
         let shot = out.join(format!("{file}.png"));
         let run = |args: Vec<String>| {
-            std::process::Command::new(chromium)
-                .args([
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--window-size=1280,1000",
-                ])
-                .args(args)
-                .output()
-                .unwrap()
+            let mut a = vec!["--window-size=1280,1000".to_string()];
+            a.extend(args);
+            headless(chromium, a)
         };
         let o = run(vec![
             format!("--screenshot={}", shot.display()),
@@ -466,8 +490,110 @@ async fn status_page_in_a_headless_browser_against_fake_apiserver() {
             assert!(dom.contains("exit status 1"), "{dom}");
             assert!(dom.contains("1 drifted, 1 restored"), "{dom}");
         }
+        if file == "module-broken" {
+            assert!(dom.contains("database unreachable on purpose"), "{dom}");
+        }
         println!("{}", shot.display());
     }
+    // An action from a page elsewhere (a form posted without the token, as
+    // a cross-site page would): the browser lands on the refusal, and
+    // nothing runs.
+    let (_, page) = request(&addr, "GET", "/ui/module/web", &[], "").await;
+    let before = runs(&page);
+    let forged = dir.path().join("forged.html");
+    std::fs::write(
+        &forged,
+        format!(
+            "<form method=post action=\"http://{addr}/ui/module/web/run\"><input name=token value=guess></form><script>document.forms[0].submit()</script>"
+        ),
+    )
+    .unwrap();
+    let o = headless(
+        chromium,
+        vec!["--dump-dom".into(), format!("file://{}", forged.display())],
+    );
+    let dom = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        dom.contains("Refused") && dom.contains("wrong token"),
+        "{dom}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (_, page) = request(&addr, "GET", "/ui/module/web", &[], "").await;
+    assert_eq!(runs(&page), before, "a refused action ran nothing");
+}
+
+/// This machine's address on its outbound interface (none: no network
+/// but loopback).
+fn outbound_ip() -> Option<std::net::IpAddr> {
+    let sock = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    // Connecting a UDP socket sends nothing; it picks the interface.
+    sock.connect("10.255.255.255:9").ok()?;
+    let ip = sock.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+/// On an HTTP port open to every interface, the page answers loopback
+/// clients only (as `kubectl port-forward` connects), while metrics and
+/// health stay open; `--ui-remote` serves everyone (unit-tested in
+/// `ui::tests`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_page_answers_loopback_clients_only_by_default_against_fake_apiserver() {
+    let Some(ip) = outbound_ip() else {
+        println!("SKIPPED: this machine has no address but loopback");
+        return;
+    };
+    let s = serve().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (modules, global) = tree(dir.path());
+    prepare(&s.kubeconfig, None).await;
+    let op = Operator::start(
+        &s.kubeconfig,
+        &modules,
+        &global,
+        &dir.path().join("op.log"),
+        &["--listen-address", "0.0.0.0"],
+    );
+    let addr = address(&op).await;
+    let port = addr.rsplit(':').next().unwrap().to_string();
+    let local = format!("127.0.0.1:{port}");
+    let remote = match ip {
+        std::net::IpAddr::V4(v4) => format!("{v4}:{port}"),
+        std::net::IpAddr::V6(v6) => format!("[{v6}]:{port}"),
+    };
+    let (code, page) = request(&local, "GET", "/ui/", &[], "").await;
+    assert_eq!(code, 200, "{page}");
+    let (code, page) = request(&remote, "GET", "/ui/", &[], "").await;
+    assert_eq!(code, 403, "{page}");
+    assert!(page.contains("--ui-remote"), "{page}");
+    let (code, page) = request(&remote, "GET", "/ui/module/web", &[], "").await;
+    assert_eq!(code, 403, "{page}");
+    let (code, _) = request(&remote, "GET", "/metrics", &[], "").await;
+    assert_eq!(code, 200, "metrics stay open");
+    assert!(
+        op.log()
+            .contains("status page: refused a client on another host"),
+        "{}",
+        op.log()
+    );
+}
+
+/// Headless Chromium with `args`, killed after a minute (`timeout`): a
+/// browser that hangs fails the test instead of holding it.
+fn headless(chromium: &str, args: Vec<String>) -> std::process::Output {
+    std::process::Command::new("timeout")
+        .args([
+            "-k",
+            "5",
+            "60",
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+        ])
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 /// Archive and restore from the page: the objects go (drift repair does
