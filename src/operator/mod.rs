@@ -93,7 +93,7 @@ use crate::release;
 use configmap::ConfigSource;
 pub use kube_events::WatchOptions;
 pub use state::{LeaderStatus, ModuleStatus, Phase, Status, WatchHealth, WatchState};
-pub use status_api::{ApiError, LastChange, ModulePage, Overview, StatusApi};
+pub use status_api::{ApiError, HookRun, LastChange, ModulePage, Overview, StatusApi};
 
 /// How long a converge waits for new kubernetes bindings' initial lists
 /// before their hooks run with what is listed so far.

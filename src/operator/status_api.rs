@@ -39,7 +39,7 @@ pub struct Overview {
     pub main_queue: usize,
     pub namespace: String,
     /// The newest runs of the global hooks, newest first.
-    pub global_hook_runs: Vec<HookRunRecord>,
+    pub global_hook_runs: Vec<HookRun>,
 }
 
 /// One module's page.
@@ -57,7 +57,7 @@ pub struct ModulePage {
     /// error: the manifests cannot be compared).
     pub last_change: Option<Result<LastChange, String>>,
     /// The newest runs of its hooks, newest first.
-    pub hook_runs: Vec<HookRunRecord>,
+    pub hook_runs: Vec<HookRun>,
 }
 
 /// What a module's newest release record changed, object by object, as
@@ -69,6 +69,38 @@ pub struct LastChange {
     pub to: i64,
     /// The diff; empty when no object changed.
     pub diff: String,
+}
+
+/// One hook run as the page shows it.
+#[derive(Clone, Debug)]
+pub struct HookRun {
+    pub hook: String,
+    /// `onStartup`, `schedule`, `kubernetes`, `beforeHelm`, …
+    pub binding: String,
+    pub queue: String,
+    pub duration: std::time::Duration,
+    /// Why it failed; `None`: it succeeded.
+    pub error: Option<String>,
+    /// Its bindings allow it to fail.
+    pub allow_failure: bool,
+    pub finished: std::time::SystemTime,
+    /// The last lines of its stderr (unmasked: the page masks).
+    pub stderr_tail: String,
+}
+
+impl From<&HookRunRecord> for HookRun {
+    fn from(r: &HookRunRecord) -> HookRun {
+        HookRun {
+            hook: r.hook.clone(),
+            binding: r.binding.as_str().to_string(),
+            queue: r.queue.clone(),
+            duration: r.duration,
+            error: r.error.clone(),
+            allow_failure: r.allow_failure,
+            finished: r.finished,
+            stderr_tail: r.stderr_tail.clone(),
+        }
+    }
 }
 
 /// A handle on the operator's state for the status page.
@@ -173,12 +205,13 @@ impl StatusApi {
         })
     }
 
-    fn hook_runs(&self, module: Option<&str>) -> Vec<HookRunRecord> {
-        self.ctx
+    fn hook_runs(&self, module: Option<&str>) -> Vec<HookRun> {
+        let h = self
+            .ctx
             .hook_history
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .of(module)
+            .unwrap_or_else(|p| p.into_inner());
+        h.of(module).iter().map(HookRun::from).collect()
     }
 
     /// Queues a run of `name` in the converge loop (an enabled module only).

@@ -7,8 +7,7 @@ use serde::Serialize;
 use serde_json::{Map, Value as Json};
 use tera::{Context, Tera};
 
-use crate::module::HookRunRecord;
-use crate::operator::{ModulePage, ModuleStatus, Overview, Phase};
+use crate::operator::{HookRun, ModulePage, ModuleStatus, Overview, Phase};
 
 /// A template that cannot be loaded or rendered.
 #[derive(Debug, thiserror::Error)]
@@ -207,7 +206,7 @@ impl Pages {
 
 /// Hook runs as the tables show them (stderr with secret-looking values
 /// masked).
-fn hook_rows(runs: &[HookRunRecord]) -> Vec<Json> {
+fn hook_rows(runs: &[HookRun]) -> Vec<Json> {
     runs.iter()
         .map(|r| {
             let outcome = match (&r.error, r.allow_failure) {
@@ -218,7 +217,7 @@ fn hook_rows(runs: &[HookRunRecord]) -> Vec<Json> {
             serde_json::json!({
                 "at": time(r.finished),
                 "hook": r.hook,
-                "binding": r.binding.as_str(),
+                "binding": r.binding,
                 "queue": r.queue,
                 "took": took(r.duration),
                 "ok": r.error.is_none(),
@@ -395,15 +394,13 @@ mod tests {
 
     #[test]
     fn module_page_shows_hook_runs_and_the_last_change() {
-        let run = |error: Option<&str>, stderr: &str| HookRunRecord {
-            module: Some("web".into()),
+        let run = |error: Option<&str>, stderr: &str| HookRun {
             hook: "hooks/a.sh".into(),
-            binding: crate::hooks::BindingType::Schedule,
+            binding: "schedule".into(),
             queue: "cron".into(),
             duration: Duration::from_millis(1500),
             error: error.map(String::from),
             allow_failure: false,
-            metrics: Vec::new(),
             finished: SystemTime::UNIX_EPOCH,
             stderr_tail: stderr.into(),
         };
@@ -454,15 +451,13 @@ mod tests {
                 ..ModuleStatus::default()
             },
         );
-        o.global_hook_runs = vec![HookRunRecord {
-            module: None,
+        o.global_hook_runs = vec![HookRun {
             hook: "global-hooks/startup.sh".into(),
-            binding: crate::hooks::BindingType::OnStartup,
+            binding: "onStartup".into(),
             queue: "main".into(),
             duration: Duration::from_millis(12),
             error: None,
             allow_failure: false,
-            metrics: Vec::new(),
             finished: SystemTime::UNIX_EPOCH,
             stderr_tail: String::new(),
         }];

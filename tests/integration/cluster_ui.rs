@@ -297,6 +297,11 @@ async fn status_page_shows_modules_masks_secrets_and_gates_actions_against_fake_
         page.contains("<td>1</td><td>deployed</td><td>running</td>"),
         "history:\n{page}"
     );
+    // Which source decided that it is enabled.
+    assert!(
+        page.contains("<tr><th>enabled</th><td>values.yaml: webEnabled: true</td></tr>"),
+        "{page}"
+    );
     // The last change, object by object as `antiopa diff` prints it: the
     // first revision adds both objects (the Secret's values masked).
     let change = &page[page
