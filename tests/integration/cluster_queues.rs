@@ -264,11 +264,16 @@ async fn named_queues_run_beside_main_retry_batch_and_wait_for_synchronization_a
     })
     .await;
     assert_eq!(lines(&l("flaky")), [r#"["f1"]"#, r#"["f1","f2"]"#]);
-    assert!(
-        op.log().contains("hook 'hooks/flaky.sh': retrying in 5."),
-        "{}",
-        op.log()
-    );
+    // The first retry waits 5 s plus up to a second of jitter: logged to a
+    // tenth of a second, 5.95 s and over reads "6.0".
+    let log = op.log();
+    let delay: f64 = log
+        .split("hook 'hooks/flaky.sh': retrying in ")
+        .nth(1)
+        .and_then(|t| t.split('s').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no retry of flaky.sh logged:\n{log}"));
+    assert!((5.0..=6.0).contains(&delay), "{delay}\n{log}");
 
     // allowFailure: logged, dropped, the next event runs alone.
     create_cm(kc, tmp, "d1", &[("role", "drop")], "1").await;
