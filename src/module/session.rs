@@ -708,11 +708,13 @@ impl Session {
         }
         let old = std::mem::replace(&mut self.config, new);
         let new = &self.config;
-        let enabled_flags = |c: &OfflineConfig| -> BTreeMap<String, Option<bool>> {
+        // The flags set: a section without one (added, edited, removed)
+        // concerns its module alone.
+        let enabled_flags = |c: &OfflineConfig| -> BTreeMap<String, bool> {
             c.kube
                 .modules
                 .iter()
-                .map(|(k, m)| (k.clone(), m.enabled))
+                .filter_map(|(k, m)| m.enabled.map(|e| (k.clone(), e)))
                 .collect()
         };
         let mut delta = ConfigDelta {
@@ -1639,4 +1641,64 @@ fn context_for(binding: BindingType, hook: &Hook, snapshots: &Snapshots) -> Vec<
 /// operator keeps running; the panicking task's work is retried).
 fn lock(shared: &Mutex<Session>) -> MutexGuard<'_, Session> {
     shared.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> OfflineConfig {
+        let data = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        OfflineConfig::from_data(data).unwrap()
+    }
+
+    /// addon-operator's rule: `global` or an `*Enabled` flag converges
+    /// every module; a module's own section runs that module alone, also
+    /// when the section is new.
+    #[test]
+    fn a_module_section_without_a_flag_reruns_that_module_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        for (d, name) in [("010-alpha", "alpha"), ("020-beta", "beta")] {
+            let m = dir.path().join(d);
+            std::fs::create_dir_all(m.join("templates")).unwrap();
+            std::fs::write(
+                m.join("Chart.yaml"),
+                format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n"),
+            )
+            .unwrap();
+        }
+        let settings = ModulesSettings {
+            modules_dirs: vec![dir.path().to_path_buf()],
+            global_hooks_dir: None,
+            unnumbered_order: 1,
+        };
+        let mut s = Session::load(&settings, config(&[]), RunOptions::default()).unwrap();
+        let d = s.set_config(config(&[("alpha", "greeting: hi")])).unwrap();
+        assert!(!d.reconverge);
+        assert_eq!(d.modules, ["alpha"]);
+        let d = s
+            .set_config(config(&[("alpha", "greeting: hi"), ("beta", "x: 1")]))
+            .unwrap();
+        assert!(!d.reconverge);
+        assert_eq!(d.modules, ["beta"]);
+        let d = s
+            .set_config(config(&[
+                ("alpha", "greeting: hi"),
+                ("beta", "x: 1"),
+                ("betaEnabled", "false"),
+            ]))
+            .unwrap();
+        assert!(d.reconverge);
+        let d = s.set_config(config(&[("alpha", "greeting: hi")])).unwrap();
+        assert!(d.reconverge, "the flag went");
+        assert_eq!(d.modules, ["beta"]);
+        let d = s
+            .set_config(config(&[("alpha", "greeting: hi"), ("global", "a: 1")]))
+            .unwrap();
+        assert!(d.reconverge);
+        assert!(d.modules.is_empty());
+    }
 }
