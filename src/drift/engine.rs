@@ -734,6 +734,7 @@ impl Engine {
         if let Some(st) = self.modules.get_mut(module) {
             st.drift.detected += 1;
             st.drift.last = Some(what.to_string());
+            st.drift.note(what, "detected");
         }
     }
 
@@ -749,6 +750,10 @@ impl Engine {
         let t = o.tracked.clone();
         self.detected(module, id, &what);
         tracing::warn!(module = %module, "drift: {what} (driftMode warn: reported, not reverted)");
+        if let Some(st) = self.modules.get_mut(module) {
+            st.drift
+                .note(&what, "reported (driftMode warn), not reverted");
+        }
         self.publish(module);
         if self.writes.allowed()
             && let Err(e) = self
@@ -796,6 +801,8 @@ impl Engine {
             tracing::error!(module = %module, "drift: {}: {why}", t.key);
             if let Some(st) = self.modules.get_mut(&*module) {
                 st.drift.stopped.insert(t.key.to_string(), why.clone());
+                st.drift
+                    .note(&t.key.to_string(), format!("given up: {why}"));
             }
             self.publish(&module);
             if self.writes.allowed()
@@ -893,6 +900,8 @@ impl Engine {
                 self.metrics.restored(&module, &t.key.kind, took);
                 if let Some(st) = self.modules.get_mut(&*module) {
                     st.drift.restored += 1;
+                    let ms = took.as_secs_f64() * 1000.0;
+                    st.drift.note(&what, format!("restored in {ms:.0} ms"));
                 }
                 tracing::info!(
                     module = %module,
@@ -919,6 +928,12 @@ impl Engine {
             }
             Err(e) => {
                 tracing::warn!(module = %module, "drift: {what}: restore failed, retrying in {}s: {e}", wait.as_secs());
+                if let Some(st) = self.modules.get_mut(&*module) {
+                    st.drift.note(
+                        &what,
+                        format!("restore failed, retrying in {}s: {e}", wait.as_secs()),
+                    );
+                }
                 self.schedule(done + wait, id, due, seen_at);
             }
         }

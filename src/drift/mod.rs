@@ -806,6 +806,35 @@ pub struct ModuleDrift {
     pub stopped: BTreeMap<String, String>,
     /// The last drift seen, as logged.
     pub last: Option<String>,
+    /// The newest [`DRIFT_EVENTS_KEPT`] things drift saw or did, oldest
+    /// first.
+    pub events: std::collections::VecDeque<DriftEvent>,
+}
+
+/// Drift events kept per module.
+pub const DRIFT_EVENTS_KEPT: usize = 10;
+
+/// One thing drift saw or did to a module's object.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct DriftEvent {
+    pub at: std::time::SystemTime,
+    /// The object and what happened to it, as logged.
+    pub what: String,
+    /// `detected`, `restored`, `reported`, `given up`, `restore failed`.
+    pub outcome: String,
+}
+
+impl ModuleDrift {
+    fn note(&mut self, what: &str, outcome: impl Into<String>) {
+        if self.events.len() == DRIFT_EVENTS_KEPT {
+            self.events.pop_front();
+        }
+        self.events.push_back(DriftEvent {
+            at: std::time::SystemTime::now(),
+            what: what.to_string(),
+            outcome: outcome.into(),
+        });
+    }
 }
 
 /// One object of `antiopa drift`.

@@ -137,6 +137,14 @@ impl Pages {
         c.insert("error", &m.last_error);
         c.insert("actions", &actions);
         c.insert("drift", &m.drift);
+        // Newest first.
+        let drift_events: Vec<Json> = m
+            .drift
+            .iter()
+            .flat_map(|d| d.events.iter().rev())
+            .map(|e| serde_json::json!({"at": time(e.at), "what": e.what, "outcome": e.outcome}))
+            .collect();
+        c.insert("drift_events", &drift_events);
         let values = match &p.values {
             Ok(v) => {
                 let mut v = Json::Object(v.clone());

@@ -495,6 +495,14 @@ async fn status_page_in_a_headless_browser_against_fake_apiserver() {
             assert!(dom.contains("exit status 1"), "{dom}");
             assert!(dom.contains("1 drifted, 1 restored"), "{dom}");
         }
+        if file == "module-web" {
+            // The drift event: the object, and that it was restored.
+            let events = &dom[dom.find("id=\"drift-events\"").expect("drift events")..];
+            assert!(
+                events.contains("web-config") && events.contains("restored in"),
+                "{events}"
+            );
+        }
         if file == "module-broken" {
             assert!(dom.contains("database unreachable on purpose"), "{dom}");
         }
