@@ -11,6 +11,15 @@
 //!   last seen: a dry-run check ([`super::check_object`]) says which fields
 //!   differ and who took them; `enabled` re-applies with force, `warn`
 //!   reports once per distinct change.
+//! - **Where an object starts**: its state when its watch listed or its
+//!   name was subscribed (the run's own write, passed on by the watch); a
+//!   change to an object never seen in sync is checked, and an in-sync
+//!   check sets the state later events are compared with. Work due while
+//!   the module runs is done after the run (a run that wrote nothing
+//!   repaired nothing).
+//! - **Standby**: while the caller's gate forbids writes nothing is asked
+//!   of the server, not even a check (a dry-run apply); checks and restores
+//!   wait, each object once, until this replica leads again.
 //! - **No storms**: after each restore of an object the next waits 0.5 s,
 //!   doubling (at most a minute); after [`Limits::attempts`] restores within
 //!   [`Limits::window`] antiopa stops fighting for that object until the

@@ -9,7 +9,10 @@
 //! Events reach one channel: an object's [`Meta`] each time it is listed
 //! or changes (resourceVersion, uid, labels, managedFields), its last
 //! one when it is deleted, and after every (re)list the names listed,
-//! so what disappeared while a watch was broken is seen too. A kind the
+//! so what disappeared while a watch was broken is seen too. The last
+//! event of a name nobody subscribed to is kept for 30 s and passed on when
+//! the name is subscribed (a release's objects are named after the run
+//! that wrote them, whose events come first). A kind the
 //! server stops serving (its CRD removed) makes the watch start afresh with
 //! backoff, reported once, and its next list tells what is gone.
 //!
