@@ -22,6 +22,7 @@ use std::path::Path;
 
 use super::ModuleError;
 use super::discovery::Module;
+use super::meta::DependencyGraph;
 use super::session::Session;
 use crate::chart::template;
 use crate::chart::{self, Env, Limits, LoadedChart};
@@ -96,6 +97,8 @@ pub fn render_tree(
             return Err(ModuleError::UnknownModule(name.clone()));
         }
     }
+    // A cycle or a missing module is one error, as the operator's.
+    let graph = DependencyGraph::build(&session.tree.modules)?;
     session.run_global_hooks(on_stderr)?;
     let mut report = RenderReport::default();
     for round in 0..MAX_RUNS {
@@ -103,7 +106,7 @@ pub fn render_tree(
             session.run_global_binding(BindingType::BeforeAll, on_stderr)?;
         }
         session.compute_enabled(on_stderr)?;
-        report.modules = converge_modules(session, opts, on_stderr);
+        report.modules = converge_modules(session, &graph, opts, on_stderr);
         match session.run_after_all(on_stderr) {
             Ok(false) => return Ok(report),
             Ok(true) => {}
@@ -121,9 +124,12 @@ pub fn render_tree(
 }
 
 /// One pass over the modules: each enabled one runs; disabled ones are
-/// listed only when asked for by name.
+/// listed only when asked for by name. As in the operator, a module that
+/// requires (`module.yaml`) a disabled module is not run (it waits, and is
+/// not deployed), and one whose requirement failed fails with it.
 fn converge_modules(
     session: &mut Session,
+    graph: &DependencyGraph,
     opts: &RenderOptions,
     on_stderr: &mut dyn FnMut(&str),
 ) -> Vec<RenderedModule> {
@@ -151,13 +157,52 @@ fn converge_modules(
             }
             continue;
         }
+        let enabled = |n: &str| session.enabled.get(n).is_some_and(|s| s.enabled);
+        if let Some(why) = graph.blocked_by(&m.name, enabled, |_| true) {
+            on_stderr(&format!(
+                "module '{}': {why}: not rendered (the operator does not deploy it)",
+                m.name
+            ));
+            if !opts.only.is_empty() {
+                res.push(RenderedModule {
+                    name: m.name.clone(),
+                    result: Err(ModuleError::Render {
+                        module: m.name.clone(),
+                        message: format!("module is {why}"),
+                    }),
+                });
+            }
+            continue;
+        }
         let result = run_module(session, &m, opts, on_stderr);
         res.push(RenderedModule {
             name: m.name.clone(),
             result,
         });
     }
-    res
+    // A module whose requirement failed is not deployed either (the
+    // operator keeps it waiting): it fails too, transitively.
+    loop {
+        let failed: std::collections::BTreeSet<String> = res
+            .iter()
+            .filter(|r| r.result.is_err())
+            .map(|r| r.name.clone())
+            .collect();
+        let mut changed = false;
+        for r in res.iter_mut().filter(|r| r.result.is_ok()) {
+            let enabled = |n: &str| session.enabled.get(n).is_some_and(|s| s.enabled);
+            if let Some(why) = graph.blocked_by(&r.name, enabled, |n| !failed.contains(n)) {
+                r.result = Err(ModuleError::Render {
+                    module: r.name.clone(),
+                    message: format!("module is {why}"),
+                });
+                changed = true;
+            }
+        }
+        if !changed {
+            return res;
+        }
+    }
 }
 
 /// addon-operator's `ModuleRun`: `onStartup` hooks (first run only),

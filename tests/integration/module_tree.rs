@@ -367,3 +367,103 @@ fn snapshots_file_feeds_kubernetes_bindings() {
         "{without}"
     );
 }
+
+/// `antiopa render` deploys what the operator deploys: a module that
+/// requires (`module.yaml`) a disabled module waits and is not rendered
+/// (a warning says why; asked for by name, it is an error), one whose
+/// requirement fails fails with it, and the others still render.
+#[test]
+fn render_skips_modules_whose_requirement_is_disabled_or_failed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let modules = tmp.path().join("modules");
+    // (dir, name, requirements, template)
+    let tree = [
+        (
+            "010-db",
+            "db",
+            "{}",
+            "kind: ConfigMap\napiVersion: v1\nmetadata:\n  name: db\n",
+        ),
+        (
+            "020-app",
+            "app",
+            "{db: \">= 0.0.0\"}",
+            "kind: ConfigMap\napiVersion: v1\nmetadata:\n  name: app\n",
+        ),
+        (
+            "030-broken",
+            "broken",
+            "{}",
+            "{{ fail \"broken on purpose\" }}\n",
+        ),
+        (
+            "040-user",
+            "user",
+            "{broken: \">= 0.0.0\"}",
+            "kind: ConfigMap\napiVersion: v1\nmetadata:\n  name: user\n",
+        ),
+        (
+            "050-free",
+            "free",
+            "{}",
+            "kind: ConfigMap\napiVersion: v1\nmetadata:\n  name: free\n",
+        ),
+    ];
+    for (d, name, req, tpl) in tree {
+        let m = modules.join(d);
+        std::fs::create_dir_all(m.join("templates")).unwrap();
+        std::fs::write(
+            m.join("Chart.yaml"),
+            format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            m.join("module.yaml"),
+            format!("name: {name}\nrequirements:\n  modules: {req}\n"),
+        )
+        .unwrap();
+        std::fs::write(m.join("templates/cm.yaml"), tpl).unwrap();
+    }
+    std::fs::write(
+        modules.join("values.yaml"),
+        "dbEnabled: false\nappEnabled: true\nbrokenEnabled: true\nuserEnabled: true\nfreeEnabled: true\n",
+    )
+    .unwrap();
+    let render = |extra: &[&str]| {
+        let mut args = vec![
+            "render",
+            "--modules-dir",
+            modules.to_str().unwrap(),
+            "-n",
+            "ns",
+        ];
+        args.extend_from_slice(extra);
+        antiopa(&args)
+    };
+    let r = render(&[]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&r.stdout),
+        String::from_utf8_lossy(&r.stderr),
+    );
+    assert_eq!(r.status.code(), Some(1), "broken fails: {stderr}");
+    assert!(
+        stderr.contains("module 'app': waiting for 'db' (disabled): not rendered"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("broken on purpose"), "{stderr}");
+    assert!(
+        stderr.contains("waiting for 'broken' (not ready)"),
+        "user fails with broken: {stderr}"
+    );
+    assert!(stdout.contains("name: free"), "{stdout}");
+    for absent in ["name: app", "name: user", "name: db"] {
+        assert!(!stdout.contains(absent), "{absent} rendered:\n{stdout}");
+    }
+    let r = render(&["app"]);
+    assert_eq!(r.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        stderr.contains("module is waiting for 'db' (disabled)"),
+        "{stderr}"
+    );
+}
